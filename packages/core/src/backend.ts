@@ -1,0 +1,46 @@
+import type { Inspection, LockProtocol, ReleaseReply, RenewalItem } from './protocol.js';
+
+/** A successful acquisition as the engine sees it, whatever the topology. */
+export interface BackendGrant {
+  readonly acquired: true;
+  readonly fence: number;
+  readonly holds: number;
+  readonly token: string;
+  /**
+   * How long the lock is certainly held, in ms counted from the moment the attempt was sent
+   * (the ttl on one server; ttl minus clock drift for RedLock). Never ≤ 0: a backend that would
+   * answer that releases what it took and reports a refusal instead.
+   */
+  readonly validity: number;
+}
+
+/** A refused acquisition: someone else holds it, for about `remaining` ms (-1 when unknown). */
+export interface BackendRefusal {
+  readonly acquired: false;
+  readonly remaining: number;
+}
+
+/**
+ * Where locks live: one Redis (standalone, sentinel, cluster) or a quorum of independent
+ * masters. A backend runs a protocol's scripts on its topology and delivers release
+ * notifications; the engine turns that into handles, waiting, renewal and events.
+ */
+export interface LockBackend {
+  readonly protocol: LockProtocol;
+  /** Whether every key of one lock must share a cluster slot. */
+  readonly cluster: boolean;
+  acquire(resource: string, owner: string, ttl: number): Promise<BackendGrant | BackendRefusal>;
+  release(resource: string, owner: string, token: string): Promise<ReleaseReply>;
+  /** Validity in ms from the send time, or null when the lock is no longer ours. */
+  extend(resource: string, owner: string, token: string, ttl: number): Promise<number | null>;
+  /** `extend` for many locks in as few round trips as the topology allows. */
+  extendMany(items: readonly RenewalItem[], ttl: number): Promise<(number | null)[]>;
+  inspect(resource: string): Promise<Inspection>;
+  /**
+   * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves
+   * once the subscription is active, with a function that ends it.
+   */
+  listen(resource: string, waiter: string, onRelease: () => void): Promise<() => void>;
+  /** Ends the backend's own connections (never the caller's clients). */
+  close(): Promise<void>;
+}

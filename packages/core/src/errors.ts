@@ -1,0 +1,158 @@
+/**
+ * One class per failure a caller handles differently. Every class carries a stable `code`
+ * (safer than `instanceof` when two copies of the package are installed) and sets `name`
+ * explicitly, so minifiers cannot change it.
+ */
+export class LockError extends Error {
+  override name = 'LockError';
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The lock is held by someone else and the call was not allowed to wait. */
+export class LockBusyError extends LockError {
+  override name = 'LockBusyError';
+  constructor(
+    readonly key: string,
+    /** The holder's remaining time to live in ms, or -1 when Redis could not say. */
+    readonly remaining: number,
+  ) {
+    super('ERR_LOCK_BUSY', `lock "${key}" is held by another owner (${remaining} ms left)`);
+  }
+}
+
+/** Waiting for the lock took longer than `wait`. */
+export class AcquireTimeoutError extends LockError {
+  override name = 'AcquireTimeoutError';
+  constructor(
+    readonly key: string,
+    /** How long the call waited, in ms. */
+    readonly waited: number,
+    /** How many acquisition attempts were sent. */
+    readonly attempts: number,
+    /** The holder's remaining time to live at the last attempt, in ms (-1 when unknown). */
+    readonly remaining: number,
+  ) {
+    super('ERR_LOCK_ACQUIRE_TIMEOUT', `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`);
+  }
+}
+
+/**
+ * A waiting acquire stopped by its AbortSignal. Named `AbortError` with code `ABORT_ERR`,
+ * as Node's own aborts are, so generic abort handling recognises it; `cause` is the signal's reason.
+ */
+export class LockAbortError extends LockError {
+  override name = 'AbortError';
+  constructor(readonly key: string, reason: unknown) {
+    super('ABORT_ERR', `acquiring lock "${key}" was aborted`, { cause: reason });
+  }
+}
+
+/** Why a held lock stopped being held. */
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'not-replicated';
+
+/** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
+export class LockLostError extends LockError {
+  override name = 'LockLostError';
+  constructor(
+    readonly key: string,
+    readonly reason: LockLostReason,
+    options?: ErrorOptions,
+  ) {
+    super('ERR_LOCK_LOST', `lock "${key}" was lost (${reason})`, options);
+  }
+}
+
+/** Release or extend by someone who does not hold the lock. */
+export class NotOwnerError extends LockError {
+  override name = 'NotOwnerError';
+  constructor(
+    readonly key: string,
+    readonly owner: string,
+  ) {
+    super('ERR_LOCK_NOT_OWNER', `lock "${key}" is not held by owner "${owner}"`);
+  }
+}
+
+/** RedLock could not get a majority of masters to agree. */
+export class QuorumError extends LockError {
+  override name = 'QuorumError';
+  constructor(
+    readonly key: string,
+    readonly needed: number,
+    readonly agreed: number,
+    readonly refused: number,
+    readonly failed: number,
+    readonly timedOut: number,
+    options?: ErrorOptions,
+  ) {
+    super(
+      'ERR_LOCK_QUORUM',
+      `lock "${key}" needs ${needed} masters: ${agreed} agreed, ${refused} refused, ${failed} failed, ${timedOut} timed out`,
+      options,
+    );
+  }
+}
+
+/** No replica confirmed the acquisition within the WAIT timeout, so the lock was released. */
+export class ReplicationError extends LockError {
+  override name = 'ReplicationError';
+  constructor(
+    readonly key: string,
+    readonly wanted: number,
+    readonly confirmed: number,
+  ) {
+    super(
+      'ERR_LOCK_NOT_REPLICATED',
+      `lock "${key}" was confirmed by ${confirmed} of ${wanted} replicas, so it was released`,
+    );
+  }
+}
+
+/** An option has a value the library cannot use; nothing was written. */
+export class InvalidOptionError extends LockError {
+  override name = 'InvalidOptionError';
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    expected: string,
+  ) {
+    super('ERR_LOCK_INVALID_OPTION', `invalid option "${option}": ${describe(value)} (expected ${expected})`);
+  }
+}
+
+/** A lock name the library refuses (empty, too long, or unusable on a cluster); nothing was written. */
+export class InvalidKeyError extends LockError {
+  override name = 'InvalidKeyError';
+  constructor(
+    readonly key: unknown,
+    why: string,
+  ) {
+    super('ERR_LOCK_INVALID_KEY', `invalid lock key ${describe(key)}: ${why}`);
+  }
+}
+
+/** The locker was closed; no further acquisitions are accepted. */
+export class LockerClosedError extends LockError {
+  override name = 'LockerClosedError';
+  constructor() {
+    super('ERR_LOCK_CLOSED', 'the locker is closed');
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}

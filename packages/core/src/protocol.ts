@@ -1,0 +1,76 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** A connection the library runs its scripts on: a standalone or sentinel-backed `Redis`, or a `Cluster`. */
+export type RedisClient = Redis | Cluster;
+
+/** What one acquisition attempt on one Redis answered. */
+export type AcquireReply =
+  | {
+      readonly acquired: true;
+      /** Fencing token of this acquisition: strictly greater than every earlier one on this key. */
+      readonly fence: number;
+      /** Hold count after this acquisition: 1 on a first acquire, more on re-entry. */
+      readonly holds: number;
+      /** What release and extend must present to prove ownership (the owner, or the value written). */
+      readonly token: string;
+    }
+  | {
+      readonly acquired: false;
+      /** The holder's remaining time to live in ms; -1 when the key has no TTL or it is unknown. */
+      readonly remaining: number;
+    };
+
+/** What a release answered: freed, still held after a re-entrant release, or not ours. */
+export type ReleaseReply = 'released' | 'held' | 'not-owner';
+
+/** A side-effect-free look at one lock. */
+export interface Inspection {
+  /** Whether anyone holds the lock. */
+  readonly held: boolean;
+  /** Remaining time to live in ms while held, -1 for a key with no TTL, else null. */
+  readonly ttl: number | null;
+  /** The holder, when the format records one. */
+  readonly owner: string | null;
+  /** The last fence handed out on this key, if any. */
+  readonly fence: number | null;
+  /** The holder's hold count (re-entries), 0 when free. */
+  readonly holds: number;
+}
+
+/** One lock that the watchdog renews. */
+export interface RenewalItem {
+  readonly resource: string;
+  readonly owner: string;
+  readonly token: string;
+}
+
+/**
+ * A wire format: how a lock is laid out in ONE Redis and the scripts that change it. Protocols
+ * know nothing of waiting, renewal, handles or topology beyond "is this a cluster"; the engine
+ * owns those once for every protocol. All times are milliseconds.
+ */
+export interface LockProtocol {
+  /** Name reported by `inspect()` and events, e.g. `'token'`. */
+  readonly name: string;
+  /**
+   * Refuses, before anything is written, a resource this protocol cannot lock (throws
+   * `InvalidKeyError`); on a cluster every key its scripts touch must share one slot.
+   */
+  validate(resource: string, cluster: boolean): void;
+  /** Channel on which a release of `resource` is published, for `waiter` (fair locks address one waiter). */
+  channel(resource: string, waiter: string): string;
+  /** One atomic attempt: take the lock (or re-enter it as `owner`) with a `ttl`, else report the holder's remaining ms. */
+  acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply>;
+  /** Undo one hold by `owner`; the last one frees the lock and publishes on its channel. */
+  release(redis: RedisClient, resource: string, owner: string, token: string): Promise<ReleaseReply>;
+  /** Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key. */
+  extend(redis: RedisClient, resource: string, owner: string, token: string, ttl: number): Promise<boolean>;
+  /** Renew many locks at once (all on this one connection); one boolean per item, in order. Optional. */
+  extendMany?(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<boolean[]>;
+  /** Raise the key's fence counter to at least `fence` (RedLock's max-register write-back). Optional. */
+  raiseFence?(redis: RedisClient, resource: string, fence: number): Promise<void>;
+  /** Read the lock without changing it. */
+  inspect(redis: RedisClient, resource: string): Promise<Inspection>;
+  /** Whether a message on `channel()` means "released" (formats publish other messages too). Default: any message. */
+  isReleaseMessage?(message: string): boolean;
+}

@@ -1,0 +1,91 @@
+import type { Inspection } from './protocol.js';
+
+/** Backoff between acquisition attempts while waiting (release messages usually wake a waiter first). */
+export interface RetryOptions {
+  /** First delay in ms. Default: `50`. */
+  readonly base?: number;
+  /** Largest delay in ms; also the bound on how long a missed release message can delay a waiter. Default: `1_000`. */
+  readonly max?: number;
+  /** Fraction of each delay drawn at random, 0 to 1, so waiters do not retry in lockstep. Default: `0.5`. */
+  readonly jitter?: number;
+}
+
+/** Gate each acquisition on replicas having received it (`WAIT` on the same connection). */
+export type ReplicationOptions =
+  | 'auto'
+  | false
+  | {
+      /** How many replicas must confirm. */
+      readonly replicas: number;
+      /** How long `WAIT` may block, in ms. */
+      readonly timeout: number;
+    };
+
+/** Options of one acquisition; each falls back to the locker's default. */
+export interface AcquireOptions {
+  /**
+   * Lease in ms (a positive integer below 2^31). Giving one means a fixed lease: the watchdog
+   * does not renew it unless `renew: true`. Default: the locker's `ttl` (30 000), renewed.
+   */
+  readonly ttl?: number;
+  /** How long to wait for a busy lock, in ms; `0` tries once, `Infinity` waits until aborted. Default: the locker's `wait` (10 000). */
+  readonly wait?: number;
+  /** Renew the lock every ttl/3 until released. Default: `true` when no `ttl` was given, else `false`. */
+  readonly renew?: boolean;
+  /** Stops a waiting acquire; the call then rejects with `LockAbortError` and leaves nothing in Redis. */
+  readonly signal?: AbortSignal;
+  /** Owner identity, for handing a lock between processes. Default: the current async call chain's owner. */
+  readonly owner?: string;
+  /** Backoff while waiting. Default: the locker's `retry`. */
+  readonly retry?: RetryOptions;
+}
+
+/** A held lock. Release it (or let `using` / `await using` do so); it is idempotent. */
+export interface Lock extends AsyncDisposable {
+  /** The key as the caller named it (without prefix). */
+  readonly key: string;
+  /** The owner identity that holds it. */
+  readonly owner: string;
+  /** Fencing token: strictly greater than that of every earlier holder of this key. */
+  readonly fence: number;
+  /** Monotonic time (the locker's `clock`) until which the lock is certainly held; moves on renewal. */
+  readonly validUntil: number;
+  /** Aborted, with a `LockLostError` reason, when the lock is lost or its validity ends unrenewed. */
+  readonly signal: AbortSignal;
+  /** Hold count of this owner after this acquisition (more than 1 on re-entry). */
+  readonly holds: number;
+  /** Whether `release()` was called (or the lock was lost). */
+  readonly released: boolean;
+  /** Throws the `LockLostError` if the lock is no longer certainly held. */
+  assertHeld(): void;
+  /** Resets the lease to `ttl` ms (default: the acquisition's ttl); throws `LockLostError` if no longer ours. */
+  extend(ttl?: number): Promise<void>;
+  /** Gives up this hold; the last hold frees the lock. Never throws for a lock already gone. */
+  release(): Promise<void>;
+}
+
+/** What `inspect()` reports. */
+export interface LockInspection extends Inspection {
+  /** The protocol the locker speaks. */
+  readonly protocol: string;
+}
+
+/** Acquires locks of one protocol on one backend. */
+export interface Locker {
+  /** Waits (up to `wait`) for the lock; rejects with `AcquireTimeoutError`, `LockBusyError` (wait 0), `LockAbortError`. */
+  acquire(key: string, options?: AcquireOptions): Promise<Lock>;
+  /** One attempt, no waiting: the lock, or null when it is busy. */
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'wait'>): Promise<Lock | null>;
+  /**
+   * Runs `fn` while holding the lock and always releases it. Inside `fn` the same call chain
+   * re-enters the lock; `fn`'s own error is never replaced by a release error.
+   */
+  using<T>(key: string, options: AcquireOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  /** Reads the lock without changing anything. */
+  inspect(key: string): Promise<LockInspection>;
+  /** Whether anyone holds the lock. */
+  isLocked(key: string): Promise<boolean>;
+  /** Stops renewal, releases nothing, closes the locker's own connections; pending acquires reject. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,4 @@
+declare module '*.lua' {
+  const script: string;
+  export default script;
+}
