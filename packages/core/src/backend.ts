@@ -14,6 +14,13 @@ export interface BackendGrant {
   readonly validity: number;
 }
 
+/** A successful renewal: the lock is certainly held for `validity` ms from the send time. */
+export interface BackendExtension {
+  readonly validity: number;
+  /** The token to present from now on (unchanged for most formats). */
+  readonly token: string;
+}
+
 /** A refused acquisition: someone else holds it, for about `remaining` ms (-1 when unknown). */
 export interface BackendRefusal {
   readonly acquired: false;
@@ -31,10 +38,10 @@ export interface LockBackend {
   readonly cluster: boolean;
   acquire(resource: string, owner: string, ttl: number): Promise<BackendGrant | BackendRefusal>;
   release(resource: string, owner: string, token: string): Promise<ReleaseReply>;
-  /** Validity in ms from the send time, or null when the lock is no longer ours. */
-  extend(resource: string, owner: string, token: string, ttl: number): Promise<number | null>;
-  /** `extend` for many locks in as few round trips as the topology allows. */
-  extendMany(items: readonly RenewalItem[], ttl: number): Promise<(number | null)[]>;
+  /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
+  extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;
+  /** `extend` for many locks in as few round trips as the topology allows; one answer per item, in order. */
+  extendMany(items: readonly RenewalItem[], ttl: number): Promise<(BackendExtension | null)[]>;
   inspect(resource: string): Promise<Inspection>;
   /**
    * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves

@@ -1,4 +1,4 @@
-export type { BackendGrant, BackendRefusal, LockBackend } from './backend.js';
+export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export {
   AcquireTimeoutError,
@@ -31,3 +31,13 @@ export type {
   ReplicationOptions,
   RetryOptions,
 } from './types.js';
+export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
+export { createLocker, type LockerOptions } from './create-locker.js';
+export { createEngine, type EngineOptions } from './engine/engine.js';
+export { channels as lockEvents, type LockEventName } from './engine/events.js';
+export { fencedGet, fencedSet } from './fencing/fenced-set.js';
+export { hashTag, keySlot, slotKey } from './hash-tag.js';
+export { tokenProtocol } from './protocols/token/token.js';
+export { isCluster } from './topology.js';
+export * from './protocols/legacy/index.js';
+export * from './redlock/index.js';

@@ -57,16 +57,28 @@ export interface LockProtocol {
    * `InvalidKeyError`); on a cluster every key its scripts touch must share one slot.
    */
   validate(resource: string, cluster: boolean): void;
+  /**
+   * The key that holds the lock; every other key of the lock shares its cluster slot. Lets a
+   * cluster backend batch renewals per slot. Optional: without it renewals are sent one by one.
+   */
+  lockKey?(resource: string): string;
   /** Channel on which a release of `resource` is published, for `waiter` (fair locks address one waiter). */
   channel(resource: string, waiter: string): string;
   /** One atomic attempt: take the lock (or re-enter it as `owner`) with a `ttl`, else report the holder's remaining ms. */
   acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply>;
   /** Undo one hold by `owner`; the last one frees the lock and publishes on its channel. */
   release(redis: RedisClient, resource: string, owner: string, token: string): Promise<ReleaseReply>;
-  /** Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key. */
-  extend(redis: RedisClient, resource: string, owner: string, token: string, ttl: number): Promise<boolean>;
-  /** Renew many locks at once (all on this one connection); one boolean per item, in order. Optional. */
-  extendMany?(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<boolean[]>;
+  /**
+   * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.
+   * Answers the token to present from now on (formats that store a deadline rewrite it, so
+   * their token changes), or null when the lock is no longer ours.
+   */
+  extend(redis: RedisClient, resource: string, owner: string, token: string, ttl: number): Promise<string | null>;
+  /**
+   * Renew many locks in one round trip; one answer per item, in order, as `extend`. On a cluster
+   * the backend only passes items whose lock keys share one slot. Optional.
+   */
+  extendMany?(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<(string | null)[]>;
   /** Raise the key's fence counter to at least `fence` (RedLock's max-register write-back). Optional. */
   raiseFence?(redis: RedisClient, resource: string, fence: number): Promise<void>;
   /** Read the lock without changing it. */

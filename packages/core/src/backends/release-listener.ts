@@ -1,0 +1,90 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from '../protocol.js';
+import { isCluster } from '../topology.js';
+
+/** How long a channel stays subscribed after its last listener left, so contention does not churn subscriptions. */
+const LINGER_MS = 5_000;
+
+interface Channel {
+  readonly listeners: Set<() => void>;
+  subscribed: Promise<void>;
+  linger: NodeJS.Timeout | undefined;
+}
+
+/**
+ * One subscriber connection (made lazily, a duplicate of the caller's client) that delivers
+ * release messages to listeners per channel: SSUBSCRIBE on a cluster, SUBSCRIBE otherwise.
+ */
+export class ReleaseListener {
+  private connection: Redis | Cluster | undefined;
+  private readonly channels = new Map<string, Channel>();
+  private closed = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly isRelease: (message: string) => boolean,
+  ) {}
+
+  async listen(channelName: string, onRelease: () => void): Promise<() => void> {
+    if (this.closed) throw new Error('release listener is closed');
+    let channel = this.channels.get(channelName);
+    if (!channel) {
+      channel = { listeners: new Set(), subscribed: this.subscribe(channelName), linger: undefined };
+      this.channels.set(channelName, channel);
+    }
+    clearTimeout(channel.linger);
+    channel.linger = undefined;
+    channel.listeners.add(onRelease);
+    const current = channel;
+    try {
+      await current.subscribed;
+    } catch (error) {
+      current.listeners.delete(onRelease);
+      if (this.channels.get(channelName) === current) this.channels.delete(channelName);
+      throw error;
+    }
+    return () => this.unlisten(channelName, current, onRelease);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const channel of this.channels.values()) clearTimeout(channel.linger);
+    this.channels.clear();
+    this.connection?.disconnect();
+    this.connection = undefined;
+  }
+
+  private unlisten(name: string, channel: Channel, onRelease: () => void): void {
+    channel.listeners.delete(onRelease);
+    if (channel.listeners.size > 0 || this.channels.get(name) !== channel) return;
+    channel.linger = setTimeout(() => {
+      this.channels.delete(name);
+      const connection = this.connection;
+      if (!connection) return;
+      const done = isCluster(this.redis) ? connection.sunsubscribe(name) : connection.unsubscribe(name);
+      done.catch(() => {});
+    }, LINGER_MS);
+    channel.linger.unref();
+  }
+
+  private async subscribe(name: string): Promise<void> {
+    const connection = this.connect();
+    if (isCluster(this.redis)) await connection.ssubscribe(name);
+    else await connection.subscribe(name);
+  }
+
+  private connect(): Redis | Cluster {
+    if (this.connection) return this.connection;
+    const deliver = (channel: string, message: string) => {
+      if (!this.isRelease(message)) return;
+      for (const listener of this.channels.get(channel)?.listeners ?? []) listener();
+    };
+    const connection: Redis | Cluster = isCluster(this.redis)
+      ? this.redis.duplicate(undefined, { shardedSubscribers: true })
+      : this.redis.duplicate();
+    connection.on('error', () => {});
+    connection.on(isCluster(this.redis) ? 'smessage' : 'message', deliver);
+    this.connection = connection;
+    return connection;
+  }
+}

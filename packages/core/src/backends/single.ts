@@ -1,0 +1,100 @@
+import type { BackendExtension, LockBackend } from '../backend.js';
+import { ReplicationError } from '../errors.js';
+import { keySlot } from '../hash-tag.js';
+import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
+import type { ReplicationOptions } from '../types.js';
+import { isCluster } from '../topology.js';
+import { ReleaseListener } from './release-listener.js';
+import { replicationGate } from './replication.js';
+
+/** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
+export interface SingleBackendOptions {
+  /**
+   * WAIT for replicas after each first acquisition; a lock no replica confirmed is released and
+   * the acquire fails with `ReplicationError`. `'auto'` requires one replica within 250 ms when
+   * the server reports connected replicas (checked at most every 10 s). Not supported on a
+   * cluster (`'auto'` is off there). Default: `'auto'`.
+   */
+  readonly replication?: ReplicationOptions;
+}
+
+/** Renewals of this many locks share one script call. */
+const RENEWAL_CHUNK = 500;
+
+/** Margin for the rate difference between the client's and the server's clocks: 1% of the ttl plus 2 ms. */
+export function clockDrift(ttl: number): number {
+  return Math.min(Math.floor(ttl * 0.01) + 2, Math.floor(ttl / 2));
+}
+
+/** A protocol run on one Redis deployment through the caller's client. */
+export function singleBackend(
+  redis: RedisClient,
+  protocol: LockProtocol,
+  options: SingleBackendOptions = {},
+): LockBackend {
+  const listener = new ReleaseListener(redis, (message) => protocol.isReleaseMessage?.(message) ?? true);
+  const confirmReplicas = replicationGate(redis, options.replication ?? 'auto');
+  const cluster = isCluster(redis);
+  const extension = (token: string | null, ttl: number): BackendExtension | null =>
+    token === null ? null : { token, validity: ttl - clockDrift(ttl) };
+
+  return {
+    protocol,
+    cluster,
+
+    async acquire(resource, owner, ttl) {
+      const reply = await protocol.acquire(redis, resource, owner, ttl);
+      if (!reply.acquired) return reply;
+      if (reply.holds === 1) {
+        const { wanted, confirmed } = await confirmReplicas();
+        if (confirmed < wanted) {
+          await protocol.release(redis, resource, owner, reply.token).catch(() => {});
+          throw new ReplicationError(resource, wanted, confirmed);
+        }
+      }
+      return { ...reply, validity: ttl - clockDrift(ttl) };
+    },
+
+    release: (resource, owner, token) => protocol.release(redis, resource, owner, token),
+
+    async extend(resource, owner, token, ttl) {
+      return extension(await protocol.extend(redis, resource, owner, token, ttl), ttl);
+    },
+
+    async extendMany(items, ttl) {
+      const batches = batchesOf(items, protocol, cluster);
+      const answers = new Map<RenewalItem, BackendExtension | null>();
+      await Promise.all(
+        batches.map(async (batch) => {
+          const tokens = protocol.extendMany
+            ? await protocol.extendMany(redis, batch, ttl)
+            : await Promise.all(batch.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)));
+          batch.forEach((item, i) => answers.set(item, extension(tokens[i] ?? null, ttl)));
+        }),
+      );
+      return items.map((item) => answers.get(item) ?? null);
+    },
+
+    inspect: (resource) => protocol.inspect(redis, resource),
+
+    listen: (resource, waiter, onRelease) => listener.listen(protocol.channel(resource, waiter), onRelease),
+
+    close: () => listener.close(),
+  };
+}
+
+/** Renewal batches: chunks of one slot each on a cluster (single items when the protocol cannot say its key). */
+function batchesOf(items: readonly RenewalItem[], protocol: LockProtocol, cluster: boolean): RenewalItem[][] {
+  const groups = new Map<number | RenewalItem, RenewalItem[]>();
+  for (const item of items) {
+    const group = !cluster ? 0 : protocol.lockKey && protocol.extendMany ? keySlot(protocol.lockKey(item.resource)) : item;
+    const members = groups.get(group) ?? [];
+    members.push(item);
+    groups.set(group, members);
+  }
+  const batches: RenewalItem[][] = [];
+  for (const members of groups.values()) {
+    for (let i = 0; i < members.length; i += RENEWAL_CHUNK) batches.push(members.slice(i, i + RENEWAL_CHUNK));
+  }
+  return batches;
+}

@@ -1,0 +1,32 @@
+import { singleBackend } from './backends/single.js';
+import { createEngine, ENGINE_OPTIONS, type EngineOptions } from './engine/engine.js';
+import { refuseUnknown } from './engine/options.js';
+import { InvalidOptionError } from './errors.js';
+import type { LockProtocol, RedisClient } from './protocol.js';
+import { tokenProtocol } from './protocols/token/token.js';
+import type { Locker, ReplicationOptions } from './types.js';
+
+/** Options of `createLocker`. */
+export interface LockerOptions extends EngineOptions {
+  /** The connection: an ioredis `Redis` (standalone or sentinel-backed) or `Cluster`. Never closed by the locker. */
+  readonly redis: RedisClient;
+  /** The wire format. Default: the token protocol (`tokenProtocol()`). */
+  readonly protocol?: LockProtocol;
+  /**
+   * WAIT gating after each acquisition: `'auto'` (one replica within 250 ms when the server has
+   * replicas), `false`, or `{ replicas, timeout }`. Default: `'auto'`.
+   */
+  readonly replication?: ReplicationOptions;
+}
+
+/** A locker on one Redis deployment. */
+export function createLocker(options: LockerOptions): Locker {
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', options, 'an object');
+  refuseUnknown(options, ['redis', 'protocol', 'replication', ...ENGINE_OPTIONS], 'the locker options');
+  const { redis, protocol, replication, ...engine } = options;
+  if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
+    throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
+  }
+  const backend = singleBackend(redis, protocol ?? tokenProtocol(), replication === undefined ? {} : { replication });
+  return createEngine(backend, engine);
+}

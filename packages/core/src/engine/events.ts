@@ -1,0 +1,23 @@
+import { channel } from 'node:diagnostics_channel';
+
+/**
+ * Events published on `node:diagnostics_channel`, so tracing and metrics cost nothing until
+ * someone subscribes. Every message names the key, the owner and the protocol.
+ */
+export const channels = {
+  /** `{ key, owner, protocol, fence, holds, waited, attempts }` after a lock is acquired. */
+  acquire: channel('lock:acquire'),
+  /** `{ key, owner, protocol, held, result }` after a hold is given up (`held` in ms). */
+  release: channel('lock:release'),
+  /** `{ key, owner, protocol, validUntil, renewal }` after a lease was reset, by `extend()` or the watchdog. */
+  extend: channel('lock:extend'),
+  /** `{ key, owner, protocol, reason, error }` when a held lock is lost. */
+  lost: channel('lock:lost'),
+};
+
+export type LockEventName = keyof typeof channels;
+
+export function publish(name: LockEventName, message: object): void {
+  const target = channels[name];
+  if (target.hasSubscribers) target.publish(message);
+}

@@ -1,0 +1,61 @@
+import { NotOwnerError } from '../errors.js';
+import type { Lock } from '../types.js';
+import type { Hold } from './hold.js';
+
+/** What a handle asks of the engine that issued it. */
+export interface HoldOwner {
+  assertHeld(hold: Hold): void;
+  extend(hold: Hold, ttl: number | undefined): Promise<void>;
+  release(hold: Hold): Promise<void>;
+}
+
+/** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
+export class LockHandle implements Lock {
+  private releasing: Promise<void> | undefined;
+
+  constructor(
+    private readonly engine: HoldOwner,
+    private readonly hold: Hold,
+    readonly fence: number,
+    readonly holds: number,
+  ) {}
+
+  get key(): string {
+    return this.hold.key;
+  }
+
+  get owner(): string {
+    return this.hold.owner;
+  }
+
+  get validUntil(): number {
+    return this.hold.validUntil;
+  }
+
+  get signal(): AbortSignal {
+    return this.hold.controller.signal;
+  }
+
+  get released(): boolean {
+    return this.releasing !== undefined || this.hold.lost !== undefined;
+  }
+
+  assertHeld(): void {
+    if (this.releasing) throw new NotOwnerError(this.key, this.owner);
+    this.engine.assertHeld(this.hold);
+  }
+
+  async extend(ttl?: number): Promise<void> {
+    if (this.releasing) throw new NotOwnerError(this.key, this.owner);
+    await this.engine.extend(this.hold, ttl);
+  }
+
+  release(): Promise<void> {
+    this.releasing ??= this.engine.release(this.hold);
+    return this.releasing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}

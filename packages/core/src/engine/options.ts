@@ -1,0 +1,93 @@
+import { InvalidKeyError, InvalidOptionError } from '../errors.js';
+import type { AcquireOptions, RetryOptions } from '../types.js';
+
+/** Largest ttl Redis timers and Node timers both accept. */
+export const MAX_TTL = 2 ** 31 - 1;
+/** Longest key accepted, in UTF-8 bytes: long enough for any sane name, short of abuse. */
+export const MAX_KEY_BYTES = 4096;
+
+export const DEFAULT_TTL = 30_000;
+export const DEFAULT_WAIT = 10_000;
+export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
+
+/** Throws `InvalidOptionError` naming any key of `options` not in `known`. */
+export function refuseUnknown(options: object, known: readonly string[], where: string): void {
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw new InvalidOptionError(name, (options as Record<string, unknown>)[name], `one of ${where}: ${known.join(', ')}`);
+    }
+  }
+}
+
+export function checkTtl(value: unknown, name = 'ttl'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_TTL) {
+    throw new InvalidOptionError(name, value, `a positive integer number of ms below 2^31`);
+  }
+  return value;
+}
+
+export function checkWait(value: unknown): number {
+  if (value === Number.POSITIVE_INFINITY) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_TTL) {
+    throw new InvalidOptionError('wait', value, 'a non-negative integer number of ms, or Infinity');
+  }
+  return value;
+}
+
+export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Required<RetryOptions> {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'object' || value === null) throw new InvalidOptionError('retry', value, 'an object');
+  refuseUnknown(value, ['base', 'max', 'jitter'], 'retry');
+  const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
+  checkTtl(retry.base, 'retry.base');
+  checkTtl(retry.max, 'retry.max');
+  if (retry.max < retry.base) throw new InvalidOptionError('retry.max', retry.max, `at least retry.base (${retry.base})`);
+  if (typeof retry.jitter !== 'number' || !(retry.jitter >= 0 && retry.jitter <= 1)) {
+    throw new InvalidOptionError('retry.jitter', retry.jitter, 'a number from 0 to 1');
+  }
+  return retry;
+}
+
+export function checkKey(key: unknown): string {
+  if (typeof key !== 'string') throw new InvalidKeyError(key, 'a lock key must be a string');
+  if (key.length === 0) throw new InvalidKeyError(key, 'a lock key must not be empty');
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidKeyError(key, `longer than ${MAX_KEY_BYTES} bytes`);
+  return key;
+}
+
+export function checkOwner(owner: unknown): string {
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 256) {
+    throw new InvalidOptionError('owner', owner, 'a non-empty string of at most 256 characters');
+  }
+  return owner;
+}
+
+export function checkSignal(signal: unknown): AbortSignal | undefined {
+  if (signal === undefined || signal instanceof AbortSignal) return signal;
+  throw new InvalidOptionError('signal', signal, 'an AbortSignal');
+}
+
+export function checkBoolean(value: unknown, name: string): boolean | undefined {
+  if (value === undefined || typeof value === 'boolean') return value;
+  throw new InvalidOptionError(name, value, 'a boolean');
+}
+
+/** `{ ttl: undefined }` means "not given", so it must not override a default. */
+export function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+export const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = ['ttl', 'wait', 'renew', 'signal', 'owner', 'retry'];
+
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || Buffer.byteLength(prefix) > 256) {
+    throw new InvalidOptionError('prefix', prefix, 'a string of at most 256 bytes');
+  }
+  return prefix;
+}
+
+export function checkClock(clock: unknown): () => number {
+  if (clock === undefined) return () => performance.now();
+  if (typeof clock !== 'function') throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
+  return clock as () => number;
+}

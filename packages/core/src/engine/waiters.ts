@@ -1,0 +1,70 @@
+import type { LockBackend } from '../backend.js';
+
+/** One acquire call waiting for a key. */
+export interface Waiter {
+  /** A release arrived that this waiter has not yet tried to act on. */
+  notified: boolean;
+  /** Set while the waiter sleeps: ends the sleep early. */
+  wake: (() => void) | undefined;
+}
+
+interface Queue {
+  readonly waiters: Set<Waiter>;
+  /** Resolves once the release subscription is active (or failed: then waiters only poll). */
+  ready: Promise<void>;
+  unlisten: (() => void) | undefined;
+}
+
+/**
+ * The waiters of this locker, per key, in arrival order. A release message wakes only the
+ * first waiter: waking every waiter of the process would send attempts that all but one lose.
+ * A waiter that leaves with an unused notification hands it to the next one, so no release
+ * is dropped. Polling with backoff remains the bound when a message is lost.
+ */
+export class WaitQueues {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(private readonly backend: LockBackend) {}
+
+  /**
+   * Adds a waiter for `resource`; resolves once release messages can reach it. Queues are kept
+   * per release channel: formats that address one waiter (fair locks) get a queue per waiter.
+   */
+  async join(resource: string, owner: string, waiter: Waiter): Promise<string> {
+    const channel = this.backend.protocol.channel(resource, owner);
+    let queue = this.queues.get(channel);
+    if (!queue) {
+      const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
+      created.ready = this.backend.listen(resource, owner, () => this.notifyFirst(created)).then(
+        (unlisten) => {
+          if (this.queues.get(channel) === created) created.unlisten = unlisten;
+          else unlisten();
+        },
+        () => {},
+      );
+      this.queues.set(channel, created);
+      queue = created;
+    }
+    queue.waiters.add(waiter);
+    await queue.ready;
+    return channel;
+  }
+
+  /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */
+  leave(channel: string, waiter: Waiter): void {
+    const queue = this.queues.get(channel);
+    if (!queue?.waiters.delete(waiter)) return;
+    if (waiter.notified) this.notifyFirst(queue);
+    if (queue.waiters.size > 0) return;
+    this.queues.delete(channel);
+    queue.unlisten?.();
+  }
+
+  private notifyFirst(queue: Queue): void {
+    for (const waiter of queue.waiters) {
+      waiter.notified = true;
+      waiter.wake?.();
+      return;
+    }
+  }
+}

@@ -1,0 +1,100 @@
+import { InvalidKeyError } from '../../errors.js';
+import { slotKey } from '../../hash-tag.js';
+import type { Inspection, LockProtocol, RedisClient, ReleaseReply, RenewalItem } from '../../protocol.js';
+import { LuaScript } from '../../script.js';
+import { publishCommand } from '../../topology.js';
+import acquireLua from './acquire.lua';
+import extendLua from './extend.lua';
+import inspectLua from './inspect.lua';
+import raiseFenceLua from './raise-fence.lua';
+import releaseLua from './release.lua';
+
+const acquireScript = new LuaScript(acquireLua);
+const releaseScript = new LuaScript(releaseLua);
+const extendScript = new LuaScript(extendLua);
+const inspectScript = new LuaScript(inspectLua);
+const raiseFenceScript = new LuaScript(raiseFenceLua);
+
+/** Keys of one token lock: the lock hash, its fence counter and its release channel, all in one slot. */
+function keysOf(resource: string) {
+  const lock = slotKey(resource);
+  if (lock === null) throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
+  return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+}
+
+/**
+ * The native format: a hash `{<key>}` holding `owner → hold count` with a ms TTL, a fence
+ * counter `{<key>}:fence` bumped by every first acquisition, and a release message on
+ * `{<key>}:released`. The owner is the token, so release and extend are compare-and-act.
+ */
+export function tokenProtocol(): LockProtocol {
+  return {
+    name: 'token',
+
+    validate(resource) {
+      keysOf(resource);
+    },
+
+    lockKey(resource) {
+      return keysOf(resource).lock;
+    },
+
+    channel(resource) {
+      return keysOf(resource).channel;
+    },
+
+    async acquire(redis, resource, owner, ttl) {
+      const keys = keysOf(resource);
+      const reply = (await acquireScript.run(redis, [keys.lock, keys.fence], [owner, ttl])) as number[];
+      if (reply[0] === 1) return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner };
+      return { acquired: false, remaining: reply[1]! };
+    },
+
+    async release(redis, resource, owner) {
+      const keys = keysOf(resource);
+      const left = (await releaseScript.run(redis, [keys.lock], [owner, publishCommand(redis), keys.channel])) as number;
+      return releaseReply(left);
+    },
+
+    async extend(redis, resource, owner, token, ttl) {
+      const [renewed] = await extendAll(redis, [{ resource, owner, token }], ttl);
+      return renewed ?? null;
+    },
+
+    extendMany: extendAll,
+
+    async raiseFence(redis, resource, fence) {
+      await raiseFenceScript.run(redis, [keysOf(resource).fence], [fence]);
+    },
+
+    async inspect(redis, resource): Promise<Inspection> {
+      const keys = keysOf(resource);
+      const [owner, holds, pttl, fence] = (await inspectScript.run(redis, [keys.lock, keys.fence], [])) as [
+        string | null,
+        number,
+        number,
+        string | null,
+      ];
+      return {
+        held: owner !== null,
+        ttl: owner === null ? null : pttl,
+        owner,
+        fence: fence === null ? null : Number(fence),
+        holds,
+      };
+    },
+  };
+}
+
+/** Renews every item in one script; the caller groups items so that they share one slot on a cluster. */
+async function extendAll(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<(string | null)[]> {
+  const keys = items.map((item) => keysOf(item.resource).lock);
+  const owners = items.map((item) => item.owner);
+  const renewed = (await extendScript.run(redis, keys, [ttl, ...owners])) as number[];
+  return items.map((item, i) => (renewed[i] === 1 ? item.owner : null));
+}
+
+function releaseReply(left: number): ReleaseReply {
+  if (left < 0) return 'not-owner';
+  return left === 0 ? 'released' : 'held';
+}

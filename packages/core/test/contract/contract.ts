@@ -1,0 +1,271 @@
+/**
+ * The behaviour every Locker must have, whatever its protocol and topology. Protocol packages
+ * call `describeLockerContract` with a setup building their locker on real Redis.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  AcquireTimeoutError,
+  InvalidKeyError,
+  InvalidOptionError,
+  type Lock,
+  LockBusyError,
+  type Locker,
+  LockerClosedError,
+  LockLostError,
+  NotOwnerError,
+  type RedisClient,
+} from '@lock/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keysWithoutTtl } from './keys.js';
+
+/** What a contract run needs. */
+export interface ContractTarget {
+  /** The locker under test. */
+  readonly locker: Locker;
+  /** A second locker on the same Redis, standing for another process. */
+  readonly other: Locker;
+  /** Makes one more locker with these engine options (for ttl/retry variants); closed by the caller's `close`. */
+  readonly make: (options: { ttl?: number; retry?: { base: number; max: number; jitter: number } }) => Locker;
+  /** Clients whose keyspaces the lock keys live in, scanned for keys without a TTL. */
+  readonly clients: readonly RedisClient[];
+  /** Keys that may legitimately lack a TTL (fence counters). */
+  readonly counters: RegExp;
+  close(): Promise<void>;
+}
+
+export function describeLockerContract(name: string, setup: () => Promise<ContractTarget>): void {
+  describe(`Locker contract: ${name}`, () => {
+    let target: ContractTarget;
+    const key = () => `contract:${randomUUID()}`;
+
+    beforeAll(async () => {
+      target = await setup();
+    });
+
+    afterAll(async () => {
+      const untimed = (await Promise.all(target.clients.map(keysWithoutTtl))).flat();
+      await target.close();
+      expect(untimed.filter((k) => !target.counters.test(k))).toEqual([]);
+    });
+
+    it('acquires, reports the holder, and releases idempotently', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 5_000 });
+      expect(lock.key).toBe(k);
+      expect(lock.fence).toBeGreaterThan(0);
+      expect(lock.holds).toBe(1);
+      const seen = await target.other.inspect(k);
+      expect(seen.held).toBe(true);
+      expect(seen.ttl).toBeGreaterThan(0);
+      expect(seen.ttl).toBeLessThanOrEqual(5_000);
+      await lock.release();
+      await lock.release();
+      expect(lock.released).toBe(true);
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('refuses a busy lock: tryAcquire answers null, wait 0 throws LockBusyError with the remaining ttl', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 5_000 });
+      expect(await target.other.tryAcquire(k)).toBeNull();
+      const error = await target.other.acquire(k, { wait: 0 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect((error as LockBusyError).remaining).toBeGreaterThan(0);
+      expect((error as LockBusyError).remaining).toBeLessThanOrEqual(5_000);
+      await lock.release();
+    });
+
+    it('times out with AcquireTimeoutError naming attempts and the wait', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 10_000 });
+      const error = await target.other.acquire(k, { wait: 150 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AcquireTimeoutError);
+      expect((error as AcquireTimeoutError).attempts).toBeGreaterThanOrEqual(2);
+      expect((error as AcquireTimeoutError).waited).toBeGreaterThanOrEqual(150);
+      await lock.release();
+    });
+
+    it('wakes a waiter through the release message, not by polling', async () => {
+      const k = key();
+      const slowPoller = target.make({ retry: { base: 60_000, max: 60_000, jitter: 0 } });
+      const lock = await target.locker.acquire(k, { ttl: 20_000 });
+      const waiting = slowPoller.acquire(k, { wait: 15_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await lock.release();
+      const next = await waiting;
+      expect(next.fence).toBeGreaterThan(lock.fence);
+      await next.release();
+    });
+
+    it('hands out strictly increasing fences across owners', async () => {
+      const k = key();
+      const fences: number[] = [];
+      for (const locker of [target.locker, target.other, target.locker, target.other]) {
+        const lock = await locker.acquire(k, { ttl: 5_000 });
+        fences.push(lock.fence);
+        await lock.release();
+      }
+      expect(fences).toEqual([...fences].sort((a, b) => a - b));
+      expect(new Set(fences).size).toBe(fences.length);
+    });
+
+    it('re-enters within one call chain and makes a concurrent chain wait', async () => {
+      const k = key();
+      const order: string[] = [];
+      let held!: () => void;
+      const isHeld = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      let finish!: () => void;
+      const mayFinish = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      const outer = target.locker.using(k, { ttl: 5_000 }, async (outerLock) => {
+        await target.locker.using(k, { ttl: 5_000, wait: 0 }, async (inner) => {
+          expect(inner.holds).toBe(2);
+          expect(inner.fence).toBe(outerLock.fence);
+          expect((await target.other.inspect(k)).holds).toBe(2);
+        });
+        expect(await target.other.isLocked(k)).toBe(true);
+        held();
+        await mayFinish;
+        order.push('outer done');
+      });
+      await isHeld;
+      const concurrent = target.locker.using(k, { wait: 5_000 }, () => {
+        order.push('concurrent');
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      finish();
+      await Promise.all([outer, concurrent]);
+      expect(order).toEqual(['outer done', 'concurrent']);
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('always releases in using(), and never masks the callback error', async () => {
+      const k = key();
+      const failure = new Error('the user error');
+      await expect(target.locker.using(k, { ttl: 5_000 }, async () => Promise.reject(failure))).rejects.toBe(failure);
+      expect(await target.other.isLocked(k)).toBe(false);
+      expect(await target.locker.using(k, () => 42)).toBe(42);
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('supports `await using`', async () => {
+      const k = key();
+      {
+        await using lock = await target.locker.acquire(k, { ttl: 5_000 });
+        expect(lock.holds).toBe(1);
+        expect(await target.other.isLocked(k)).toBe(true);
+      }
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('extends the lease of a held lock and refuses to extend a lost one', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 1_000 });
+      const before = lock.validUntil;
+      await lock.extend(10_000);
+      expect(lock.validUntil).toBeGreaterThan(before + 5_000);
+      expect((await target.other.inspect(k)).ttl).toBeGreaterThan(5_000);
+      await lock.release();
+      await expect(lock.extend(1_000)).rejects.toBeInstanceOf(NotOwnerError);
+    });
+
+    it('aborts the signal with LockLostError when a fixed lease runs out, no later than validUntil', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 300 });
+      const lostAt = await new Promise<number>((resolve) =>
+        lock.signal.addEventListener('abort', () => resolve(performance.now()), { once: true }),
+      );
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect((lock.signal.reason as LockLostError).reason).toBe('expired');
+      // The abort runs from the locker's timer at validUntil; only event-loop lag can delay it.
+      expect(lostAt - lock.validUntil).toBeLessThan(100);
+      expect(() => lock.assertHeld()).toThrow(LockLostError);
+      await lock.release();
+    });
+
+    it('keeps a lock without a fixed lease alive through renewals', async () => {
+      const k = key();
+      const shortLease = target.make({ ttl: 300 });
+      const lock = await shortLease.acquire(k);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(lock.signal.aborted).toBe(false);
+      expect(lock.validUntil).toBeGreaterThan(performance.now());
+      const seen = await target.other.inspect(k);
+      expect(seen.held).toBe(true);
+      expect(seen.fence).toBe(lock.fence);
+      await lock.release();
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('aborts a waiting acquire with an AbortError and leaves nothing behind', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 5_000 });
+      const controller = new AbortController();
+      const waiting = target.other.acquire(k, { wait: 5_000, signal: controller.signal });
+      setTimeout(() => controller.abort(new Error('client went away')), 50);
+      const error = await waiting.catch((e: unknown) => e);
+      expect((error as Error).name).toBe('AbortError');
+      expect(((error as Error).cause as Error).message).toBe('client went away');
+      await lock.release();
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('refuses bad input before writing anything, naming the bad value', async () => {
+      const k = key();
+      for (const ttl of [0, -1, 1.5, Number.NaN, 2 ** 31, '100']) {
+        const error = await target.locker.acquire(k, { ttl: ttl as number }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(InvalidOptionError);
+        expect((error as InvalidOptionError).option).toBe('ttl');
+        expect((error as Error).message).toContain(String(ttl));
+      }
+      await expect(target.locker.acquire(k, { wait: -5 })).rejects.toBeInstanceOf(InvalidOptionError);
+      const unknown = await target.locker.acquire(k, { tll: 5 } as never).catch((e: unknown) => e);
+      expect((unknown as InvalidOptionError).option).toBe('tll');
+      await expect(target.locker.acquire('')).rejects.toBeInstanceOf(InvalidKeyError);
+      await expect(target.locker.acquire('x'.repeat(5_000))).rejects.toBeInstanceOf(InvalidKeyError);
+      await expect(target.locker.acquire(42 as never)).rejects.toBeInstanceOf(InvalidKeyError);
+      expect(await target.other.inspect(k)).toMatchObject({ held: false, fence: null });
+    });
+
+    it('round-trips awkward key bytes literally', async () => {
+      for (const k of [`crlf\r\nDEL x\r\n:${randomUUID()}`, `glob*?[]:${randomUUID()}`, `ünï😀:${randomUUID()}`]) {
+        const lock = await target.locker.acquire(k, { ttl: 5_000 });
+        expect(await target.other.isLocked(k)).toBe(true);
+        await lock.release();
+        expect(await target.other.isLocked(k)).toBe(false);
+      }
+    });
+
+    it('rejects pending acquires when closed', async () => {
+      const k = key();
+      const closing = target.make({});
+      const lock = await target.locker.acquire(k, { ttl: 5_000 });
+      const waiting = closing.acquire(k, { wait: 5_000 }).catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await closing.close();
+      expect(await waiting).toBeInstanceOf(LockerClosedError);
+      await expect(closing.acquire(k)).rejects.toBeInstanceOf(LockerClosedError);
+      await lock.release();
+    });
+
+    it('never lets a lost lock become an unhandled rejection', async () => {
+      const k = key();
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const locks: Lock[] = [];
+        for (let i = 0; i < 5; i++) locks.push(await target.locker.acquire(`${k}:${i}`, { ttl: 100 }));
+        await Promise.all(locks.map((l) => new Promise((resolve) => l.signal.addEventListener('abort', resolve))));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await Promise.all(locks.map((l) => l.release()));
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+      expect(unhandled).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,25 @@
+import { createLocker, type Locker } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { describeLockerContract } from '../contract/contract.js';
+
+describeLockerContract('token protocol on a single server', async () => {
+  const server: RedisServer = await startRedis();
+  const redis = server.client();
+  const made: Locker[] = [];
+  const make = (options: object = {}) => {
+    const locker = createLocker({ redis, ...options });
+    made.push(locker);
+    return locker;
+  };
+  return {
+    locker: make(),
+    other: createLocker({ redis: server.client() }),
+    make,
+    clients: [redis],
+    counters: /:fence$/,
+    async close() {
+      await Promise.all(made.map((l) => l.close()));
+      await server.stop();
+    },
+  };
+});
