@@ -1,0 +1,2 @@
+export type { LegacyUnit } from './lease.js';
+export { type LegacyProtocolOptions, legacyProtocol } from './legacy.js';

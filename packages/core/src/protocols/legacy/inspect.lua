@@ -1,0 +1,47 @@
+--[[
+  Reads a legacy timestamp lock without changing it.
+
+  Input:
+    KEYS[1] lock key
+    KEYS[2] fence counter
+    ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
+    ARGV[2] skew margin in ms (as for acquire)
+
+  Output:
+    { state, pttl, fence }
+      state  0 free (absent, or TTL-less and stale past the margin: the next acquire takes it
+             over), 1 held
+      pttl   PTTL of the lock key (-1 without a TTL, -2 when absent)
+      fence  the last fence handed out, -1 when none
+    -1  the key holds another Redis type (a lock of another format)
+    -2  the key's value is not a decimal timestamp
+]]
+local rcall = redis.call
+local lock = KEYS[1]
+local scale, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
+local fence = tonumber(rcall('get', KEYS[2]) or '-1')
+local kind = rcall('type', lock).ok
+
+if kind == 'none' then
+  return { 0, -2, fence }
+end
+if kind ~= 'string' then
+  return -1
+end
+
+local stored = rcall('get', lock)
+if not string.match(stored, '^%d+$') then
+  return -2
+end
+
+local pttl = rcall('pttl', lock)
+if pttl >= 0 then
+  return { 1, pttl, fence }
+end
+
+local time = rcall('time')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if tonumber(stored) * scale + margin <= nowMs then
+  return { 0, -1, fence }
+end
+return { 1, -1, fence }

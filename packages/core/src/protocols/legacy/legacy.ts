@@ -1,0 +1,142 @@
+import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
+import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import { LuaScript } from '../../script.js';
+import { isCluster, publishCommand } from '../../topology.js';
+import acquireLua from './acquire.lua';
+import extendLua from './extend.lua';
+import inspectLua from './inspect.lua';
+import { legacyKeys, requireHashTagOnCluster } from './keys.js';
+import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
+import releaseLua from './release.lua';
+
+const acquireScript = new LuaScript(acquireLua);
+const releaseScript = new LuaScript(releaseLua);
+const extendScript = new LuaScript(extendLua);
+const inspectScript = new LuaScript(inspectLua);
+
+/** Options of the legacy SETNX + GETSET timestamp protocol. */
+export interface LegacyProtocolOptions {
+  /**
+   * Unit of the timestamp stored in the key: `'ms'` for JedisLock-style fleets (value = now +
+   * ttl, TTL = ttl), `'s'` for the PHP fleet of seed 001 (value = now + ttl/1000 + 1, TTL one
+   * second longer than the ttl, which must then be whole seconds). Default: `'ms'`.
+   */
+  readonly unit?: LegacyUnit;
+  /**
+   * How far past its timestamp, in ms, a key WITHOUT a Redis TTL (left by a fleet that never
+   * sets one, or by a crash between SETNX and EXPIRE) must be before we take it over. Covers
+   * the clock skew of the hosts that wrote it. Keys with a TTL are never taken over. Default: `2_000`.
+   */
+  readonly skewMargin?: number;
+}
+
+/** Codes the scripts answer instead of a reply when the key is not a legacy lock. */
+const WRONG_TYPE = -1;
+const NOT_A_TIMESTAMP = -2;
+
+/**
+ * The legacy timestamp lock, for services sharing keys with fleets that still run the old
+ * Redis-docs algorithm. It writes what those fleets read (a plain string holding a decimal
+ * Unix timestamp) and fixes what can be fixed on our side: server time, a TTL on every write
+ * that matches the value, no takeover of a key that has a TTL, a takeover of a TTL-less stale
+ * key only past `skewMargin`, compare-and-delete release with the value we wrote as the token.
+ */
+export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
+  const unit = options.unit ?? 'ms';
+  if (unit !== 'ms' && unit !== 's') throw new InvalidOptionError('unit', unit, '"ms" or "s"');
+  const skewMargin = options.skewMargin ?? 2_000;
+  if (!Number.isSafeInteger(skewMargin) || skewMargin < 0) {
+    throw new InvalidOptionError('skewMargin', skewMargin, 'a whole number of ms, 0 or more');
+  }
+  const scale = msPerUnit(unit);
+
+  async function extendAll(redis: RedisClient, items: readonly RenewalItem[], ttl: number) {
+    const lease = leaseUnits(unit, ttl);
+    const keys = items.map((item) => legacyKeys(item.resource).lock);
+    const tokens = items.map((item) => item.token);
+    const renewed = (await extendScript.run(redis, keys, [scale, lease, ...tokens])) as (string | number)[];
+    return items.map((_, i) => {
+      const value = renewed[i];
+      return typeof value === 'string' ? value : null;
+    });
+  }
+
+  return {
+    name: 'legacy',
+
+    validate(resource, cluster) {
+      legacyKeys(resource);
+      requireHashTagOnCluster(resource, cluster);
+    },
+
+    lockKey(resource) {
+      return legacyKeys(resource).lock;
+    },
+
+    channel(resource) {
+      return legacyKeys(resource).channel;
+    },
+
+    async acquire(redis, resource, _owner, ttl) {
+      const lease = leaseUnits(unit, ttl);
+      const keys = legacyKeys(resource);
+      requireHashTagOnCluster(resource, isCluster(redis));
+      const reply = await acquireScript.run(redis, [keys.lock, keys.fence], [scale, lease, skewMargin]);
+      const [state, fenceOrRemaining, value] = checked(reply, resource) as [number, number, string?];
+      if (state === 1) return { acquired: true, fence: fenceOrRemaining, holds: 1, token: value! };
+      return { acquired: false, remaining: fenceOrRemaining };
+    },
+
+    async release(redis, resource, _owner, token) {
+      const keys = legacyKeys(resource);
+      const deleted = await releaseScript.run(
+        redis,
+        [keys.lock],
+        [token, publishCommand(redis), keys.channel],
+      );
+      return deleted === 1 ? 'released' : 'not-owner';
+    },
+
+    async extend(redis, resource, owner, token, ttl) {
+      const [renewed] = await extendAll(redis, [{ resource, owner, token }], ttl);
+      return renewed ?? null;
+    },
+
+    extendMany: extendAll,
+
+    async inspect(redis, resource): Promise<Inspection> {
+      const keys = legacyKeys(resource);
+      const reply = await inspectScript.run(redis, [keys.lock, keys.fence], [scale, skewMargin]);
+      const [state, pttl, fence] = checked(reply, resource) as [number, number, number];
+      const held = state === 1;
+      return {
+        held,
+        ttl: held ? pttl : null,
+        owner: null,
+        fence: fence < 0 ? null : fence,
+        holds: held ? 1 : 0,
+      };
+    },
+
+    isReleaseMessage(message) {
+      return message === 'released';
+    },
+  };
+}
+
+/** Turns the scripts' "not a legacy lock" codes into a clear error; passes replies through. */
+function checked(reply: unknown, resource: string): unknown[] {
+  if (reply === WRONG_TYPE) {
+    throw new InvalidKeyError(
+      resource,
+      'the key holds another Redis type (a lock of another format?), not a legacy timestamp string',
+    );
+  }
+  if (reply === NOT_A_TIMESTAMP) {
+    throw new InvalidKeyError(
+      resource,
+      'the key holds a string that is not a decimal timestamp, so it is not a legacy lock',
+    );
+  }
+  return reply as unknown[];
+}

@@ -1,0 +1,3 @@
+export { type QuorumBackend, quorumBackend } from './backend.js';
+export { createRedlock, type RedlockOptions } from './create.js';
+export type { QuorumBackendOptions, QuorumStats } from './options.js';

@@ -1,0 +1,47 @@
+import { QuorumError } from '../errors.js';
+import type { Inspection } from '../protocol.js';
+import { fanOut, tally } from './fan-out.js';
+import type { QuorumContext } from './options.js';
+import { nthLargest } from './quorum.js';
+
+const free: Inspection = { held: false, ttl: null, owner: null, fence: null, holds: 0 };
+
+/**
+ * Reads the lock on every master. It is held when one owner holds it on a majority, for as long
+ * as a majority still keeps it (the quorum-th longest remaining TTL); the fence is the largest
+ * any master reports. Throws `QuorumError` when too few masters answer to tell.
+ */
+export async function inspectOnQuorum(context: QuorumContext, resource: string): Promise<Inspection> {
+  const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis) =>
+    context.protocol.inspect(redis, resource),
+  );
+  const answers = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.value] : []));
+  const { failed, timedOut } = tally(outcomes);
+  const { quorum } = context;
+  if (answers.length < quorum) throw new QuorumError(resource, quorum, answers.length, 0, failed, timedOut);
+
+  const fences = answers.flatMap((answer) => (answer.fence === null ? [] : [answer.fence]));
+  const fence = fences.length === 0 ? null : Math.max(...fences);
+  const byOwner = new Map<string | null, Inspection[]>();
+  for (const answer of answers) {
+    if (!answer.held) continue;
+    const group = byOwner.get(answer.owner) ?? [];
+    group.push(answer);
+    byOwner.set(answer.owner, group);
+  }
+  for (const [owner, held] of byOwner) {
+    if (held.length < quorum) continue;
+    const ttls = held.map((answer) =>
+      answer.ttl === null || answer.ttl < 0 ? Number.POSITIVE_INFINITY : answer.ttl,
+    );
+    const kept = nthLargest(ttls, quorum) ?? 0;
+    return {
+      held: true,
+      ttl: Number.isFinite(kept) ? kept : -1,
+      owner,
+      fence,
+      holds: Math.min(...held.map((answer) => answer.holds)),
+    };
+  }
+  return { ...free, fence };
+}

@@ -1,0 +1,96 @@
+import { InvalidOptionError } from '../errors.js';
+import type { LockProtocol, RedisClient } from '../protocol.js';
+import { tokenProtocol } from '../protocols/token/token.js';
+import { isCluster } from '../topology.js';
+import { quorumOf } from './quorum.js';
+
+/** How a quorum backend reaches its masters and judges their answers. */
+export interface QuorumBackendOptions {
+  /**
+   * One client per independent master (no replication between them); 3 or 5 in practice. The
+   * backend never closes them. Required; `Cluster` clients are refused (a node is one server).
+   */
+  readonly clients: readonly RedisClient[];
+  /**
+   * The wire format run on every master. It must implement `raiseFence`, the write half of the
+   * quorum fence. Default: the token protocol.
+   */
+  readonly protocol?: LockProtocol;
+  /**
+   * How long to wait for one master's answer, in ms, before counting it as timed out; keep it
+   * small against the ttl so a dead master does not eat the lease. Default: `100`.
+   */
+  readonly nodeTimeout?: number;
+  /** Clock drift allowance as a fraction of the ttl; drift = ⌊ttl × driftFactor⌋ + 2 ms. Default: `0.01`. */
+  readonly driftFactor?: number;
+  /** Monotonic clock in ms used to measure each attempt. Default: `performance.now`. */
+  readonly clock?: () => number;
+}
+
+/** Failures the backend absorbed rather than reported: releases after a failed attempt that got no answer. */
+export interface QuorumStats {
+  /** Node releases (after a failed acquire or extend) that failed or timed out; the key then expires by its TTL. */
+  releaseFailures: number;
+}
+
+/** The resolved settings shared by every operation of one quorum backend. */
+export interface QuorumContext {
+  readonly clients: readonly RedisClient[];
+  readonly protocol: LockProtocol & Required<Pick<LockProtocol, 'raiseFence'>>;
+  readonly quorum: number;
+  readonly nodeTimeout: number;
+  readonly driftFactor: number;
+  readonly clock: () => number;
+  readonly stats: QuorumStats;
+}
+
+/** Checks every option before anything is sent and fills in the defaults. */
+export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumContext {
+  const { clients } = options;
+  if (!Array.isArray(clients) || clients.length === 0) {
+    throw new InvalidOptionError('clients', clients, 'a non-empty array of ioredis clients, one per master');
+  }
+  clients.forEach((client, index) => {
+    if (typeof (client as { evalsha?: unknown } | null)?.evalsha !== 'function') {
+      throw new InvalidOptionError(`clients[${index}]`, client, 'an ioredis client');
+    }
+    if (isCluster(client)) {
+      throw new InvalidOptionError(`clients[${index}]`, 'a Cluster', 'a client of one standalone master');
+    }
+  });
+  if (new Set(clients).size !== clients.length) {
+    throw new InvalidOptionError(
+      'clients',
+      `${clients.length} clients`,
+      'distinct clients (one per independent master)',
+    );
+  }
+  const protocol = options.protocol ?? tokenProtocol();
+  if (typeof protocol.raiseFence !== 'function') {
+    throw new InvalidOptionError('protocol', protocol.name, 'a protocol that implements raiseFence');
+  }
+  const nodeTimeout = options.nodeTimeout ?? 100;
+  if (!Number.isFinite(nodeTimeout) || nodeTimeout <= 0) {
+    throw new InvalidOptionError('nodeTimeout', nodeTimeout, 'a positive number of ms');
+  }
+  const driftFactor = options.driftFactor ?? 0.01;
+  if (!Number.isFinite(driftFactor) || driftFactor < 0 || driftFactor >= 1) {
+    throw new InvalidOptionError(
+      'driftFactor',
+      driftFactor,
+      'a fraction from 0 (inclusive) to 1 (exclusive)',
+    );
+  }
+  const clock = options.clock ?? (() => performance.now());
+  if (typeof clock !== 'function')
+    throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
+  return {
+    clients,
+    protocol: protocol as QuorumContext['protocol'],
+    quorum: quorumOf(clients.length),
+    nodeTimeout,
+    driftFactor,
+    clock,
+    stats: { releaseFailures: 0 },
+  };
+}

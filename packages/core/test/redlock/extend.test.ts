@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
+
+// S20: an extension counts only with a majority inside validity, and never re-creates a key.
+let nodes: Nodes;
+beforeAll(async () => {
+  nodes = await startNodes(5);
+});
+afterAll(async () => {
+  await nodes.masters.stop();
+});
+
+async function grantOf(backend: ReturnType<typeof backendOver>, resource: string, ttl: number) {
+  const grant = await backend.acquire(resource, 'me', ttl);
+  if (!grant.acquired) throw new Error(`${resource} was refused`);
+  return grant;
+}
+
+const pttls = (resource: string) => Promise.all(nodes.clients.map((client) => client.pttl(`{${resource}}`)));
+
+describe('RedLock extend', () => {
+  it('resets the ttl on every master and reports a fresh validity', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('extend');
+    const grant = await grantOf(backend, resource, 1_000);
+    const extension = await backend.extend(resource, 'me', grant.token, 20_000);
+    expect(extension?.validity).toBeGreaterThan(1_000);
+    for (const pttl of await pttls(resource)) expect(pttl).toBeGreaterThan(1_000);
+    expect(await backend.release(resource, 'me', extension!.token)).toBe('released');
+  });
+
+  it('fails once another owner holds a majority, releases its minority and re-creates nothing', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('extend-taken');
+    const grant = await grantOf(backend, resource, 10_000);
+    for (const client of nodes.clients.slice(0, 3)) {
+      await client.del(`{${resource}}`);
+      await protocol.acquire(client, resource, 'thief', 10_000);
+    }
+    expect(await backend.extend(resource, 'me', grant.token, 10_000)).toBeNull();
+    expect(await ownersOn(nodes.clients, resource)).toEqual(['thief', 'thief', 'thief', null, null]);
+  });
+
+  it('succeeds with a bare majority still held', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('extend-majority');
+    const grant = await grantOf(backend, resource, 10_000);
+    for (const client of nodes.clients.slice(0, 2)) await client.del(`{${resource}}`);
+    const extension = await backend.extend(resource, 'me', grant.token, 10_000);
+    expect(extension).not.toBeNull();
+    // Nothing re-created on the two masters that lost the key.
+    expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, 'me', 'me', 'me']);
+  });
+
+  it('fails for an expired lease and leaves no key behind', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('extend-expired');
+    const grant = await grantOf(backend, resource, 50);
+    await Promise.all(nodes.clients.map((client) => client.del(`{${resource}}`)));
+    expect(await backend.extend(resource, 'me', grant.token, 10_000)).toBeNull();
+    expect(await Promise.all(nodes.clients.map((client) => client.exists(`{${resource}}`)))).toEqual([
+      0, 0, 0, 0, 0,
+    ]);
+  });
+
+  it('refuses a token it did not make', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('extend-forged');
+    await grantOf(backend, resource, 10_000);
+    expect(await backend.extend(resource, 'me', 'me', 10_000)).toBeNull();
+    expect(await backend.release(resource, 'me', '["me"]')).toBe('not-owner');
+  });
+
+  it('renews many leases with one script call per master and reports each', async () => {
+    const backend = backendOver(nodes.clients);
+    const resources = Array.from({ length: 50 }, () => freshKey('extend-many'));
+    const grants = await Promise.all(resources.map((resource) => grantOf(backend, resource, 10_000)));
+    const lost = resources[7]!;
+    await Promise.all(nodes.clients.map((client) => client.del(`{${lost}}`)));
+    const calls = async () => {
+      const stats = await Promise.all(nodes.clients.map((client) => client.info('commandstats')));
+      return stats.map((text) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(text)?.[1] ?? 0));
+    };
+    const before = await calls();
+    const items = resources.map((resource, i) => ({ resource, owner: 'me', token: grants[i]!.token }));
+    const results = await backend.extendMany(items, 20_000);
+    const after = await calls();
+    expect(results.map((result) => result !== null)).toEqual(resources.map((resource) => resource !== lost));
+    // One renewal script per master, plus the release of the lost lease on each.
+    expect(after.map((count, i) => count - before[i]!)).toEqual([2, 2, 2, 2, 2]);
+  });
+});

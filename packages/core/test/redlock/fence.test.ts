@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendOver, freshKey, type Nodes, startNodes } from './support.js';
+
+// G6: the fence is a quorum max-register, strictly increasing across owners even when
+// consecutive owners are served by different majorities.
+let nodes: Nodes;
+beforeAll(async () => {
+  nodes = await startNodes(5);
+});
+afterAll(async () => {
+  await nodes.masters.stop();
+});
+
+/**
+ * Occupies the lock on one node by writing the token format's hash directly, so the node
+ * refuses without bumping its fence counter: the counters of the masters then drift apart,
+ * which is what makes a fence taken only as the max of one majority go backwards.
+ */
+async function occupy(index: number, resource: string): Promise<void> {
+  await nodes.clients[index]!.hset(`{${resource}}`, 'occupier', 1);
+  await nodes.clients[index]!.pexpire(`{${resource}}`, 10_000);
+}
+
+async function vacate(index: number, resource: string): Promise<void> {
+  await nodes.clients[index]!.del(`{${resource}}`);
+}
+
+describe('RedLock fence', () => {
+  it.each([
+    [3, [[2], [0], [1], [2], [0], [1]]],
+    [
+      5,
+      [
+        [3, 4],
+        [0, 1],
+        [2, 3],
+        [4, 0],
+        [1, 2],
+        [3, 4],
+        [0, 2],
+        [1, 3],
+        [2, 4],
+        [0, 3],
+      ],
+    ],
+  ])(
+    'strictly increases over %i masters when each owner is served by a different majority',
+    async (count, rounds) => {
+      const clients = nodes.clients.slice(0, count);
+      const backend = backendOver(clients);
+      const resource = freshKey('fence');
+      const fences: number[] = [];
+      for (const [round, occupied] of rounds.entries()) {
+        for (const index of occupied) await occupy(index, resource);
+        const grant = await backend.acquire(resource, `owner-${round}`, 10_000);
+        if (!grant.acquired) throw new Error(`round ${round} was refused`);
+        fences.push(grant.fence);
+        await backend.release(resource, `owner-${round}`, grant.token);
+        for (const index of occupied) await vacate(index, resource);
+      }
+      const counters = await Promise.all(clients.map((client) => client.get(`{${resource}}:fence`)));
+      for (const [round, fence] of fences.entries()) {
+        if (round > 0)
+          expect(fence, `round ${round} of ${fences.join(', ')}`).toBeGreaterThan(fences[round - 1]!);
+      }
+      // The write-back left the last fence on a majority, where the next owner's majority will meet it.
+      const last = fences.at(-1)!;
+      expect(counters.filter((counter) => Number(counter) >= last).length).toBeGreaterThanOrEqual(
+        backend.quorum,
+      );
+      await backend.close();
+    },
+  );
+
+  it('spends no write-back round trip when the agreeing masters already agree on the fence', async () => {
+    const clients = nodes.clients.slice(0, 3);
+    const backend = backendOver(clients);
+    const resource = freshKey('fence-steady');
+    const before = await Promise.all(clients.map((client) => client.info('commandstats')));
+    const grant = await backend.acquire(resource, 'steady', 10_000);
+    const after = await Promise.all(clients.map((client) => client.info('commandstats')));
+    expect(grant.acquired && grant.fence).toBe(1);
+    // One acquire script per node: evalsha (or eval on first use), never a second script call.
+    const scriptCalls = (text: string) =>
+      [...text.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
+        (sum, match) => sum + Number(match[1]),
+        0,
+      );
+    for (const [index, text] of after.entries()) {
+      expect(scriptCalls(text) - scriptCalls(before[index]!)).toBe(1);
+    }
+    await backend.close();
+  });
+});

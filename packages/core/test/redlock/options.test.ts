@@ -1,0 +1,60 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/errors.js';
+import { tokenProtocol } from '../../src/protocols/token/token.js';
+import { createRedlock, quorumBackend } from '../../src/redlock/index.js';
+
+// Bad options are refused with a typed error naming the value, before any connection is used.
+const idle = () => new Redis({ lazyConnect: true, enableOfflineQueue: false });
+const [a, b, c] = [idle(), idle(), idle()];
+afterAll(() => {
+  for (const client of [a, b, c]) client.disconnect();
+});
+
+function refusal(build: () => unknown): InvalidOptionError {
+  try {
+    build();
+  } catch (error) {
+    if (error instanceof InvalidOptionError) return error;
+    throw error;
+  }
+  throw new Error('accepted');
+}
+
+describe('RedLock options', () => {
+  it.each([
+    ['no clients', { clients: [] }, 'clients', '[]'],
+    ['clients not an array', { clients: 'redis://x' }, 'clients', '"redis://x"'],
+    ['a client that is not ioredis', { clients: [a, { get() {} }] }, 'clients[1]', '{}'],
+    ['the same client twice', { clients: [a, b, a] }, 'clients', '"3 clients"'],
+    ['a zero node timeout', { clients: [a, b, c], nodeTimeout: 0 }, 'nodeTimeout', '0'],
+    ['a NaN node timeout', { clients: [a, b, c], nodeTimeout: Number.NaN }, 'nodeTimeout', 'NaN'],
+    ['a drift factor of 1', { clients: [a, b, c], driftFactor: 1 }, 'driftFactor', '1'],
+    ['a negative drift factor', { clients: [a, b, c], driftFactor: -0.1 }, 'driftFactor', '-0.1'],
+    ['a clock that is not a function', { clients: [a, b, c], clock: 5 }, 'clock', '5'],
+  ])('refuses %s', (_, options, option, shown) => {
+    const error = refusal(() => quorumBackend(options as never));
+    expect(error.option).toBe(option);
+    expect(error.message).toContain(shown);
+  });
+
+  it('refuses a protocol that cannot raise the fence, naming it', () => {
+    const { raiseFence: _, ...withoutFence } = tokenProtocol();
+    const error = refusal(() => quorumBackend({ clients: [a, b, c], protocol: withoutFence }));
+    expect(error.option).toBe('protocol');
+    expect(error.message).toContain('"token"');
+  });
+
+  it('refuses unknown and invalid locker options through createRedlock', () => {
+    expect(refusal(() => createRedlock({ clients: [a, b, c], tll: 5 } as never)).option).toBe('tll');
+    expect(refusal(() => createRedlock({ clients: [a, b, c], ttl: -1 })).option).toBe('ttl');
+    expect(refusal(() => createRedlock({ clients: [a] as never, nodeTimeout: -5 })).option).toBe('nodeTimeout');
+    expect(a.status).toBe('wait');
+  });
+
+  it('reports the quorum of its masters', () => {
+    expect(quorumBackend({ clients: [a] }).quorum).toBe(1);
+    expect(quorumBackend({ clients: [a, b] }).quorum).toBe(2);
+    expect(quorumBackend({ clients: [a, b, c] }).quorum).toBe(2);
+  });
+});

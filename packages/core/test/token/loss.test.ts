@@ -1,0 +1,50 @@
+import { createLocker, fencedGet, fencedSet, LockLostError } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+
+describe('losing a lock', () => {
+  it('a server frozen past the ttl: signal aborts by the deadline, another client gets the lock, no resurrection', async () => {
+    await using server = await startRedis();
+    const holderRedis = server.client({ commandTimeout: 2_000, maxRetriesPerRequest: 0 });
+    const holder = createLocker({ redis: holderRedis, ttl: 600 });
+    const rival = createLocker({ redis: server.client() });
+    const lock = await holder.acquire('frozen');
+    const aborted = new Promise<number>((resolve) =>
+      lock.signal.addEventListener('abort', () => resolve(performance.now()), { once: true }),
+    );
+    server.pause();
+    const abortedAt = await aborted;
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    // The loss is declared from the holder's own clock, at the latest when its validity ends.
+    expect(abortedAt).toBeLessThanOrEqual(lock.validUntil + 100);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    server.resume();
+    const next = await rival.acquire('frozen', { ttl: 30_000, wait: 5_000 });
+    expect(next.fence).toBeGreaterThan(lock.fence);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const seen = await rival.inspect('frozen');
+    expect(seen.owner).toBe(next.owner);
+    expect(seen.holds).toBe(1);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+    await lock.release();
+    expect((await rival.inspect('frozen')).owner).toBe(next.owner);
+    await next.release();
+    await holder.close();
+    await rival.close();
+  });
+
+  it('a holder paused past its ttl has its late write refused by the fenced resource', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const locker = createLocker({ redis });
+    const slow = await locker.acquire('account', { ttl: 200 });
+    await new Promise((resolve) => slow.signal.addEventListener('abort', resolve, { once: true }));
+    const fast = await locker.acquire('account', { ttl: 5_000 });
+    expect(await fencedSet(redis, 'account:balance', fast.fence, '100')).toBe(true);
+    expect(await fencedSet(redis, 'account:balance', slow.fence, '0')).toBe(false);
+    expect(await fencedSet(redis, 'account:balance', fast.fence, '150')).toBe(true);
+    expect(await fencedGet(redis, 'account:balance')).toEqual({ value: '150', fence: fast.fence });
+    await fast.release();
+    await locker.close();
+  });
+});

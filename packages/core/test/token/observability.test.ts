@@ -1,0 +1,61 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createLocker } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+describe('events and inspection', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(() => server.stop());
+
+  it('publishes acquire, extend, release and lost events with wait, attempts and hold time', async () => {
+    const seen: { name: string; message: Record<string, unknown> }[] = [];
+    const names = ['lock:acquire', 'lock:extend', 'lock:release', 'lock:lost'];
+    const listeners = names.map((name) => {
+      const listener = (message: unknown) => seen.push({ name, message: message as Record<string, unknown> });
+      subscribe(name, listener);
+      return [name, listener] as const;
+    });
+    const locker = createLocker({ redis: server.client() });
+    try {
+      const lock = await locker.acquire('observed', { ttl: 5_000 });
+      await lock.extend(6_000);
+      await lock.release();
+      const doomed = await locker.acquire('doomed', { ttl: 100 });
+      await new Promise((resolve) => doomed.signal.addEventListener('abort', resolve));
+    } finally {
+      for (const [name, listener] of listeners) unsubscribe(name, listener);
+      await locker.close();
+    }
+    const acquire = seen.find((e) => e.name === 'lock:acquire')!.message;
+    expect(acquire).toMatchObject({ key: 'observed', protocol: 'token', attempts: 1, holds: 1 });
+    expect(acquire.waited).toBeTypeOf('number');
+    expect(seen.find((e) => e.name === 'lock:extend')!.message).toMatchObject({ key: 'observed', renewal: false });
+    const release = seen.find((e) => e.name === 'lock:release')!.message;
+    expect(release).toMatchObject({ key: 'observed', result: 'released' });
+    expect(release.held).toBeGreaterThanOrEqual(0);
+    expect(seen.find((e) => e.name === 'lock:lost')!.message).toMatchObject({ key: 'doomed', reason: 'expired' });
+  });
+
+  it('inspect reports holder, ttl, fence and protocol without changing anything', async () => {
+    const redis = server.client();
+    const locker = createLocker({ redis });
+    expect(await locker.inspect('inspected')).toEqual({
+      held: false,
+      ttl: null,
+      owner: null,
+      fence: null,
+      holds: 0,
+      protocol: 'token',
+    });
+    const lock = await locker.acquire('inspected', { ttl: 5_000 });
+    const ttlBefore = await redis.pttl('{lock:inspected}');
+    const seen = await locker.inspect('inspected');
+    expect(seen).toMatchObject({ held: true, owner: lock.owner, fence: lock.fence, holds: 1, protocol: 'token' });
+    expect(await redis.pttl('{lock:inspected}')).toBeLessThanOrEqual(ttlBefore);
+    await lock.release();
+    await locker.close();
+  });
+});

@@ -1,0 +1,67 @@
+import { createLocker, ReplicationError } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+async function replicaOf(master: RedisServer): Promise<RedisServer> {
+  const replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
+  const client = replica.client();
+  for (;;) {
+    const info = await client.info('replication');
+    if (info.includes('master_link_status:up')) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // The replica has acknowledged a write: from here on only the gating is under test.
+  const warm = master.client();
+  await warm.set('warm-up', '1', 'PX', 60_000);
+  expect(await warm.call('WAIT', 1, 10_000)).toBe(1);
+  return replica;
+}
+
+describe('WAIT gating on replicas', () => {
+  let master: RedisServer;
+  let replica: RedisServer;
+  beforeAll(async () => {
+    master = await startRedis();
+    replica = await replicaOf(master);
+  });
+  afterAll(async () => {
+    replica.resume();
+    await replica.stop();
+    await master.stop();
+  });
+
+  it("'auto' (the default) waits for the replica and hands out a lock the replica has", async () => {
+    const locker = createLocker({ redis: master.client() });
+    const lock = await locker.acquire('replicated', { ttl: 10_000 });
+    expect(await replica.client().hgetall('{lock:replicated}')).toEqual({ [lock.owner]: '1' });
+    await lock.release();
+    await locker.close();
+  });
+
+  it('releases a lock no replica confirmed and reports ReplicationError', async () => {
+    const locker = createLocker({ redis: master.client(), replication: { replicas: 1, timeout: 100 } });
+    replica.pause();
+    try {
+      const error = await locker.acquire('unconfirmed', { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ReplicationError);
+      expect((error as ReplicationError).confirmed).toBe(0);
+      expect(await master.client().exists('{lock:unconfirmed}')).toBe(0);
+    } finally {
+      replica.resume();
+      await locker.close();
+    }
+  });
+
+  it('replication false skips WAIT even with replicas connected', async () => {
+    const locker = createLocker({ redis: master.client(), replication: false });
+    replica.pause();
+    try {
+      const lock = await locker.acquire('ungated', { ttl: 10_000, wait: 0 });
+      expect(lock.fence).toBeGreaterThan(0);
+      await lock.release();
+    } finally {
+      replica.resume();
+      await locker.close();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { createLocker, type Lock } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+async function evalCalls(server: RedisServer): Promise<number> {
+  const stats = await server.client().info('commandstats');
+  return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+describe('the watchdog', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(() => server.stop());
+
+  it('renews 2 000 held locks in a few batched scripts per interval, and stops at release', async () => {
+    const locker = createLocker({ redis: server.client(), ttl: 1_500 });
+    const locks: Lock[] = [];
+    for (let i = 0; i < 2_000; i++) locks.push(await locker.acquire(`held:${i}`));
+    const before = await evalCalls(server);
+    // Two renewal intervals (ttl/3 = 500 ms each) and a half.
+    await new Promise((resolve) => setTimeout(resolve, 1_250));
+    const renewals = (await evalCalls(server)) - before;
+    expect(renewals).toBeGreaterThan(0);
+    expect(renewals).toBeLessThanOrEqual(30);
+    expect(locks.every((lock) => !lock.signal.aborted)).toBe(true);
+    expect(await server.client().pttl('{lock:held:0}')).toBeGreaterThan(0);
+    await Promise.all(locks.map((lock) => lock.release()));
+    const afterRelease = await evalCalls(server);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(await evalCalls(server)).toBe(afterRelease);
+    await locker.close();
+  });
+
+  it('never resurrects a lock deleted behind its back, and reports it lost', async () => {
+    const redis = server.client();
+    const locker = createLocker({ redis, ttl: 300 });
+    const lock = await locker.acquire('deleted');
+    await redis.del('{lock:deleted}');
+    await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+    expect((lock.signal.reason as { reason: string }).reason).toBe('taken');
+    expect(await redis.exists('{lock:deleted}')).toBe(0);
+    await locker.close();
+  });
+
+  it('leaves nothing that keeps a process alive after close()', async () => {
+    const { spawn } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const register = fileURLToPath(new URL('../../../../tooling/register.mjs', import.meta.url));
+    const script = fileURLToPath(new URL('../support/cycles.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', register, script, server.url], { stdio: 'pipe' });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('exit', (exitCode) => {
+        clearTimeout(timer);
+        resolve(exitCode);
+      });
+    });
+    expect(output).toContain('1000 cycles done');
+    expect(code).toBe(0);
+  }, 30_000);
+});
