@@ -6,7 +6,9 @@ const report = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const passed = report.numPassedTests;
 const failed = report.numFailedTests;
 const skipped = report.numPendingTests + report.numTodoTests;
-const brokenFiles = report.testResults.filter((file) => file.status === 'failed' && file.assertionResults.length === 0);
+const brokenFiles = report.testResults.filter(
+  (file) => file.status === 'failed' && file.assertionResults.length === 0,
+);
 for (const file of brokenFiles) console.log(`failed to run: ${file.name}\n${file.message}`);
 const failedTotal = failed + brokenFiles.length;
 console.log(`${passed} passed, ${failedTotal} failed${skipped ? `, ${skipped} skipped` : ''}`);

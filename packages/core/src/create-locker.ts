@@ -21,12 +21,17 @@ export interface LockerOptions extends EngineOptions {
 
 /** A locker on one Redis deployment. */
 export function createLocker(options: LockerOptions): Locker {
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', options, 'an object');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', options, 'an object');
   refuseUnknown(options, ['redis', 'protocol', 'replication', ...ENGINE_OPTIONS], 'the locker options');
   const { redis, protocol, replication, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
   }
-  const backend = singleBackend(redis, protocol ?? tokenProtocol(), replication === undefined ? {} : { replication });
+  const backend = singleBackend(
+    redis,
+    protocol ?? tokenProtocol(),
+    replication === undefined ? {} : { replication },
+  );
   return createEngine(backend, engine);
 }

@@ -38,7 +38,10 @@ export class AcquireTimeoutError extends LockError {
     /** The holder's remaining time to live at the last attempt, in ms (-1 when unknown). */
     readonly remaining: number,
   ) {
-    super('ERR_LOCK_ACQUIRE_TIMEOUT', `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`);
+    super(
+      'ERR_LOCK_ACQUIRE_TIMEOUT',
+      `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`,
+    );
   }
 }
 
@@ -48,13 +51,16 @@ export class AcquireTimeoutError extends LockError {
  */
 export class LockAbortError extends LockError {
   override name = 'AbortError';
-  constructor(readonly key: string, reason: unknown) {
+  constructor(
+    readonly key: string,
+    reason: unknown,
+  ) {
     super('ABORT_ERR', `acquiring lock "${key}" was aborted`, { cause: reason });
   }
 }
 
 /** Why a held lock stopped being held. */
-export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'not-replicated';
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken';
 
 /** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
 export class LockLostError extends LockError {

@@ -1,5 +1,9 @@
 export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
+export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
+export { createLocker, type LockerOptions } from './create-locker.js';
+export { createEngine, type EngineOptions } from './engine/engine.js';
+export { channels as lockEvents, type LockEventName } from './engine/events.js';
 export {
   AcquireTimeoutError,
   InvalidKeyError,
@@ -14,6 +18,8 @@ export {
   QuorumError,
   ReplicationError,
 } from './errors.js';
+export { fencedGet, fencedSet } from './fencing/fenced-set.js';
+export { hashTag, keySlot, slotKey } from './hash-tag.js';
 export type {
   AcquireReply,
   Inspection,
@@ -22,22 +28,16 @@ export type {
   ReleaseReply,
   RenewalItem,
 } from './protocol.js';
+export * from './protocols/legacy/index.js';
+export { tokenProtocol } from './protocols/token/token.js';
+export * from './redlock/index.js';
 export { LuaScript } from './script.js';
+export { isCluster } from './topology.js';
 export type {
   AcquireOptions,
   Lock,
-  LockInspection,
   Locker,
+  LockInspection,
   ReplicationOptions,
   RetryOptions,
 } from './types.js';
-export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
-export { createLocker, type LockerOptions } from './create-locker.js';
-export { createEngine, type EngineOptions } from './engine/engine.js';
-export { channels as lockEvents, type LockEventName } from './engine/events.js';
-export { fencedGet, fencedSet } from './fencing/fenced-set.js';
-export { hashTag, keySlot, slotKey } from './hash-tag.js';
-export { tokenProtocol } from './protocols/token/token.js';
-export { isCluster } from './topology.js';
-export * from './protocols/legacy/index.js';
-export * from './redlock/index.js';

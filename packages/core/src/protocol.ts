@@ -73,7 +73,13 @@ export interface LockProtocol {
    * Answers the token to present from now on (formats that store a deadline rewrite it, so
    * their token changes), or null when the lock is no longer ours.
    */
-  extend(redis: RedisClient, resource: string, owner: string, token: string, ttl: number): Promise<string | null>;
+  extend(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    ttl: number,
+  ): Promise<string | null>;
   /**
    * Renew many locks in one round trip; one answer per item, in order, as `extend`. On a cluster
    * the backend only passes items whose lock keys share one slot. Optional.

@@ -16,16 +16,26 @@ export interface ReplicaCount {
  * A function sending `WAIT` on the caller's connection (the one that ran the acquire script,
  * so WAIT covers that write) and answering how many replicas confirmed.
  */
-export function replicationGate(redis: RedisClient, replication: ReplicationOptions): () => Promise<ReplicaCount> {
+export function replicationGate(
+  redis: RedisClient,
+  replication: ReplicationOptions,
+): () => Promise<ReplicaCount> {
   const none = async () => ({ wanted: 0, confirmed: 0 });
   if (replication === false) return none;
   if (isCluster(redis)) {
     if (replication === 'auto') return none;
-    throw new InvalidOptionError('replication', replication, "'auto' or false on a cluster (WAIT gating is per node)");
+    throw new InvalidOptionError(
+      'replication',
+      replication,
+      "'auto' or false on a cluster (WAIT gating is per node)",
+    );
   }
   if (replication !== 'auto') {
     checkReplication(replication);
-    return async () => ({ wanted: replication.replicas, confirmed: await wait(redis, replication.replicas, replication.timeout) });
+    return async () => ({
+      wanted: replication.replicas,
+      confirmed: await wait(redis, replication.replicas, replication.timeout),
+    });
   }
   let checkedAt = Number.NEGATIVE_INFINITY;
   let replicated = false;

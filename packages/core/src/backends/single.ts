@@ -2,8 +2,8 @@ import type { BackendExtension, LockBackend } from '../backend.js';
 import { ReplicationError } from '../errors.js';
 import { keySlot } from '../hash-tag.js';
 import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
-import type { ReplicationOptions } from '../types.js';
 import { isCluster } from '../topology.js';
+import type { ReplicationOptions } from '../types.js';
 import { ReleaseListener } from './release-listener.js';
 import { replicationGate } from './replication.js';
 
@@ -68,8 +68,12 @@ export function singleBackend(
         batches.map(async (batch) => {
           const tokens = protocol.extendMany
             ? await protocol.extendMany(redis, batch, ttl)
-            : await Promise.all(batch.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)));
-          batch.forEach((item, i) => answers.set(item, extension(tokens[i] ?? null, ttl)));
+            : await Promise.all(
+                batch.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
+              );
+          batch.forEach((item, i) => {
+            answers.set(item, extension(tokens[i] ?? null, ttl));
+          });
         }),
       );
       return items.map((item) => answers.get(item) ?? null);
@@ -87,7 +91,11 @@ export function singleBackend(
 function batchesOf(items: readonly RenewalItem[], protocol: LockProtocol, cluster: boolean): RenewalItem[][] {
   const groups = new Map<number | RenewalItem, RenewalItem[]>();
   for (const item of items) {
-    const group = !cluster ? 0 : protocol.lockKey && protocol.extendMany ? keySlot(protocol.lockKey(item.resource)) : item;
+    const group = !cluster
+      ? 0
+      : protocol.lockKey && protocol.extendMany
+        ? keySlot(protocol.lockKey(item.resource))
+        : item;
     const members = groups.get(group) ?? [];
     members.push(item);
     groups.set(group, members);

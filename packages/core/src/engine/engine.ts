@@ -32,7 +32,7 @@ import {
   refuseUnknown,
 } from './options.js';
 import { pause } from './pause.js';
-import { WaitQueues, type Waiter } from './waiters.js';
+import { type Waiter, WaitQueues } from './waiters.js';
 import { Watchdog } from './watchdog.js';
 
 /** Defaults shared by every acquisition of one locker. */
@@ -53,7 +53,15 @@ export interface EngineOptions {
   readonly id?: string;
 }
 
-export const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = ['prefix', 'ttl', 'wait', 'renew', 'retry', 'clock', 'id'];
+export const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = [
+  'prefix',
+  'ttl',
+  'wait',
+  'renew',
+  'retry',
+  'clock',
+  'id',
+];
 
 interface Request {
   readonly key: string;
@@ -113,7 +121,11 @@ class Engine implements Locker {
   }
 
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
-    refuseUnknown(options, ACQUIRE_OPTIONS.filter((name) => name !== 'wait'), 'tryAcquire options');
+    refuseUnknown(
+      options,
+      ACQUIRE_OPTIONS.filter((name) => name !== 'wait'),
+      'tryAcquire options',
+    );
     try {
       return await this.run(this.request(key, { ...options, wait: 0 }));
     } catch (error) {
@@ -159,7 +171,9 @@ class Engine implements Locker {
     this.closing.abort(new LockerClosedError());
     this.watchdog.stop();
     const held = [...this.holds.values()];
-    await Promise.allSettled(held.flatMap((hold) => Array.from({ length: hold.handles }, () => this.release(hold))));
+    await Promise.allSettled(
+      held.flatMap((hold) => Array.from({ length: hold.handles }, () => this.release(hold))),
+    );
     await this.backend.close();
   }
 
@@ -203,7 +217,8 @@ class Engine implements Locker {
 
   private request(key: string, options: AcquireOptions): Request {
     checkKey(key);
-    if (typeof options !== 'object' || options === null) throw new TypeError('acquire options must be an object');
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('acquire options must be an object');
     refuseUnknown(options, ACQUIRE_OPTIONS, 'the acquire options');
     const given = definedOnly(options);
     const resource = this.resourceOf(key);
@@ -212,7 +227,8 @@ class Engine implements Locker {
     return {
       key,
       resource,
-      owner: given.owner === undefined ? `${this.id}:${currentChain() ?? newChain()}` : checkOwner(given.owner),
+      owner:
+        given.owner === undefined ? `${this.id}:${currentChain() ?? newChain()}` : checkOwner(given.owner),
       ttl: checkTtl(given.ttl ?? this.ttl),
       wait: checkWait(given.wait ?? this.wait),
       renew: checkBoolean(given.renew, 'renew') ?? (this.renew && !fixedLease),
@@ -228,7 +244,9 @@ class Engine implements Locker {
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
   private async run(request: Request): Promise<Lock> {
     if (this.closing.signal.aborted) throw new LockerClosedError();
-    const signal = request.signal ? AbortSignal.any([request.signal, this.closing.signal]) : this.closing.signal;
+    const signal = request.signal
+      ? AbortSignal.any([request.signal, this.closing.signal])
+      : this.closing.signal;
     const started = this.clock();
     const waiter: Waiter = { notified: false, wake: undefined };
     let channel: string | undefined;
@@ -249,7 +267,8 @@ class Engine implements Locker {
         }
         const waited = this.clock() - started;
         if (request.wait === 0) throw new LockBusyError(request.key, reply.remaining);
-        if (waited >= request.wait) throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, reply.remaining);
+        if (waited >= request.wait)
+          throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, reply.remaining);
         if (channel === undefined) {
           channel = await this.queues.join(request.resource, request.owner, waiter);
           continue;
@@ -265,7 +284,8 @@ class Engine implements Locker {
         });
       }
     } catch (error) {
-      if (error === signal.reason && !(error instanceof LockerClosedError)) throw new LockAbortError(request.key, error);
+      if (error === signal.reason && !(error instanceof LockerClosedError))
+        throw new LockAbortError(request.key, error);
       throw error;
     } finally {
       if (channel !== undefined) this.queues.leave(channel, waiter);

@@ -14,7 +14,11 @@ export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jit
 export function refuseUnknown(options: object, known: readonly string[], where: string): void {
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) {
-      throw new InvalidOptionError(name, (options as Record<string, unknown>)[name], `one of ${where}: ${known.join(', ')}`);
+      throw new InvalidOptionError(
+        name,
+        (options as Record<string, unknown>)[name],
+        `one of ${where}: ${known.join(', ')}`,
+      );
     }
   }
 }
@@ -41,7 +45,8 @@ export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Re
   const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
   checkTtl(retry.base, 'retry.base');
   checkTtl(retry.max, 'retry.max');
-  if (retry.max < retry.base) throw new InvalidOptionError('retry.max', retry.max, `at least retry.base (${retry.base})`);
+  if (retry.max < retry.base)
+    throw new InvalidOptionError('retry.max', retry.max, `at least retry.base (${retry.base})`);
   if (typeof retry.jitter !== 'number' || !(retry.jitter >= 0 && retry.jitter <= 1)) {
     throw new InvalidOptionError('retry.jitter', retry.jitter, 'a number from 0 to 1');
   }
@@ -51,7 +56,8 @@ export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Re
 export function checkKey(key: unknown): string {
   if (typeof key !== 'string') throw new InvalidKeyError(key, 'a lock key must be a string');
   if (key.length === 0) throw new InvalidKeyError(key, 'a lock key must not be empty');
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidKeyError(key, `longer than ${MAX_KEY_BYTES} bytes`);
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES)
+    throw new InvalidKeyError(key, `longer than ${MAX_KEY_BYTES} bytes`);
   return key;
 }
 
@@ -77,7 +83,14 @@ export function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-export const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = ['ttl', 'wait', 'renew', 'signal', 'owner', 'retry'];
+export const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = [
+  'ttl',
+  'wait',
+  'renew',
+  'signal',
+  'owner',
+  'retry',
+];
 
 export function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || Buffer.byteLength(prefix) > 256) {
@@ -88,6 +101,7 @@ export function checkPrefix(prefix: unknown): string {
 
 export function checkClock(clock: unknown): () => number {
   if (clock === undefined) return () => performance.now();
-  if (typeof clock !== 'function') throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
+  if (typeof clock !== 'function')
+    throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
   return clock as () => number;
 }

@@ -3,7 +3,11 @@
  * reason). Everything it registers is removed when it settles, so a long wait made of many
  * pauses holds no memory per pause.
  */
-export function pause(ms: number, signal: AbortSignal | undefined, onWake: (wake: () => void) => () => void): Promise<void> {
+export function pause(
+  ms: number,
+  signal: AbortSignal | undefined,
+  onWake: (wake: () => void) => () => void,
+): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const done = () => {
       clearTimeout(timer);

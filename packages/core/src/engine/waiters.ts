@@ -35,13 +35,15 @@ export class WaitQueues {
     let queue = this.queues.get(channel);
     if (!queue) {
       const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
-      created.ready = this.backend.listen(resource, owner, () => this.notifyFirst(created)).then(
-        (unlisten) => {
-          if (this.queues.get(channel) === created) created.unlisten = unlisten;
-          else unlisten();
-        },
-        () => {},
-      );
+      created.ready = this.backend
+        .listen(resource, owner, () => this.notifyFirst(created))
+        .then(
+          (unlisten) => {
+            if (this.queues.get(channel) === created) created.unlisten = unlisten;
+            else unlisten();
+          },
+          () => {},
+        );
       this.queues.set(channel, created);
       queue = created;
     }

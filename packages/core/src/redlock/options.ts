@@ -18,7 +18,7 @@ export interface QuorumBackendOptions {
   readonly protocol?: LockProtocol;
   /**
    * How long to wait for one master's answer, in ms, before counting it as timed out; keep it
-   * small against the ttl so a dead master does not eat the lease. Default: `100`.
+   * small against the ttl so a dead master does not eat the lease, yet above a connection set-up (the first call on a fresh client also connects and loads the script). Default: `250`.
    */
   readonly nodeTimeout?: number;
   /** Clock drift allowance as a fraction of the ttl; drift = ⌊ttl × driftFactor⌋ + 2 ms. Default: `0.01`. */
@@ -69,7 +69,7 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
   if (typeof protocol.raiseFence !== 'function') {
     throw new InvalidOptionError('protocol', protocol.name, 'a protocol that implements raiseFence');
   }
-  const nodeTimeout = options.nodeTimeout ?? 100;
+  const nodeTimeout = options.nodeTimeout ?? 250;
   if (!Number.isFinite(nodeTimeout) || nodeTimeout <= 0) {
     throw new InvalidOptionError('nodeTimeout', nodeTimeout, 'a positive number of ms');
   }

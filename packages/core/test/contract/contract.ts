@@ -145,7 +145,9 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
     it('always releases in using(), and never masks the callback error', async () => {
       const k = key();
       const failure = new Error('the user error');
-      await expect(target.locker.using(k, { ttl: 5_000 }, async () => Promise.reject(failure))).rejects.toBe(failure);
+      await expect(target.locker.using(k, { ttl: 5_000 }, async () => Promise.reject(failure))).rejects.toBe(
+        failure,
+      );
       expect(await target.other.isLocked(k)).toBe(false);
       expect(await target.locker.using(k, () => 42)).toBe(42);
       expect(await target.other.isLocked(k)).toBe(false);
@@ -231,12 +233,27 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
     });
 
     it('round-trips awkward key bytes literally', async () => {
-      for (const k of [`crlf\r\nDEL x\r\n:${randomUUID()}`, `glob*?[]:${randomUUID()}`, `ünï😀:${randomUUID()}`]) {
+      for (const k of [
+        `crlf\r\nDEL x\r\n:${randomUUID()}`,
+        `glob*?[]:${randomUUID()}`,
+        `ünï😀:${randomUUID()}`,
+      ]) {
         const lock = await target.locker.acquire(k, { ttl: 5_000 });
         expect(await target.other.isLocked(k)).toBe(true);
         await lock.release();
         expect(await target.other.isLocked(k)).toBe(false);
       }
+    });
+
+    it('keeps NFC and NFD spellings of a name apart', async () => {
+      const suffix = randomUUID();
+      const composed = `caf\u00e9:${suffix}`;
+      const decomposed = `cafe\u0301:${suffix}`;
+      const first = await target.locker.acquire(composed, { ttl: 5_000 });
+      const second = await target.other.acquire(decomposed, { ttl: 5_000, wait: 0 });
+      expect(second.fence).toBeGreaterThan(0);
+      await first.release();
+      await second.release();
     });
 
     it('rejects pending acquires when closed', async () => {
@@ -259,7 +276,9 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       try {
         const locks: Lock[] = [];
         for (let i = 0; i < 5; i++) locks.push(await target.locker.acquire(`${k}:${i}`, { ttl: 100 }));
-        await Promise.all(locks.map((l) => new Promise((resolve) => l.signal.addEventListener('abort', resolve))));
+        await Promise.all(
+          locks.map((l) => new Promise((resolve) => l.signal.addEventListener('abort', resolve))),
+        );
         await new Promise((resolve) => setTimeout(resolve, 50));
         await Promise.all(locks.map((l) => l.release()));
       } finally {

@@ -142,8 +142,9 @@ describe('a key left without a TTL', () => {
     expect((await legacy.acquire(redis, 'stale', 'ours', 5_000)).acquired).toBe(true);
     expect(await legacy.extend(redis, 'fresh', 'ours', fresh.token, 7_000)).not.toBeNull();
     await expect(legacy.acquire(redis, 'bad', 'ours', 1.5)).rejects.toThrow(/"ttl": 1.5/);
-    const lockKeys = (await redis.keys('*')).filter((key) => !key.endsWith(':fence'));
-    expect(lockKeys.sort()).toEqual(['fresh', 'stale']);
-    for (const key of lockKeys) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    // Only the fence counters lack a TTL; the lock keys and their owner records all have one.
+    const timed = (await redis.keys('*')).filter((key) => !key.endsWith(':fence'));
+    expect(timed.sort()).toEqual(['fresh', 'stale', '{fresh}:owner', '{stale}:owner']);
+    for (const key of timed) expect(await redis.pttl(key)).toBeGreaterThan(0);
   });
 });

@@ -113,9 +113,41 @@ describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
     const held = await legacy.acquire(redis, 'k', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
     const seen = await legacy.inspect(redis, 'k');
-    expect(seen).toMatchObject({ held: true, owner: null, fence: held.fence, holds: 1 });
+    expect(seen).toMatchObject({ held: true, owner: 'a', fence: held.fence, holds: 1 });
     expect(seen.ttl).toBeGreaterThan(4_000);
     expect(await redis.get('k')).toBe(held.token);
+  });
+
+  it('re-enters for the same owner only, counting holds beside the key, and frees on the last release', async () => {
+    const first = await legacy.acquire(redis, 'k', 'a', 5_000);
+    if (!first.acquired) throw new Error('not acquired');
+    expect((await legacy.acquire(redis, 'k', 'b', 5_000)).acquired).toBe(false);
+    const again = await legacy.acquire(redis, 'k', 'a', 1_000);
+    expect(again).toMatchObject({ acquired: true, fence: first.fence, holds: 2, token: first.token });
+    expect(await legacy.inspect(redis, 'k')).toMatchObject({ held: true, owner: 'a', holds: 2 });
+    expect(await legacy.release(redis, 'k', 'a', first.token)).toBe('held');
+    expect(await redis.get('k')).toBe(first.token);
+    expect(await legacy.release(redis, 'k', 'a', first.token)).toBe('released');
+    expect(await redis.keys('*')).toEqual(['{k}:fence']);
+  });
+
+  it('a re-entry asking for a longer lease rewrites value and TTL together', async () => {
+    const first = await legacy.acquire(redis, 'k', 'a', 1_000);
+    const again = await legacy.acquire(redis, 'k', 'a', 60_000);
+    if (!first.acquired || !again.acquired) throw new Error('not acquired');
+    expect(again.holds).toBe(2);
+    expect(Number(again.token)).toBeGreaterThan(Number(first.token));
+    expect(await redis.get('k')).toBe(again.token);
+    expect(await redis.pttl('k')).toBeGreaterThan(59_000);
+    expect(await redis.pttl('{k}:owner')).toBeGreaterThan(59_000);
+  });
+
+  it('does not count a re-entry once a legacy fleet has rewritten the value', async () => {
+    const first = await legacy.acquire(redis, 'k', 'a', 5_000);
+    if (!first.acquired) throw new Error('not acquired');
+    await redis.set('k', String(Date.now() + 5_000), 'KEEPTTL');
+    expect((await legacy.acquire(redis, 'k', 'a', 5_000)).acquired).toBe(false);
+    expect(await legacy.inspect(redis, 'k')).toMatchObject({ held: true, owner: null, holds: 1 });
   });
 
   it('reports a TTL-less key as held until it is stale past the skew margin', async () => {
@@ -191,7 +223,7 @@ describe('legacy protocol inputs', () => {
     const legacy = legacyProtocol();
     const held = await legacy.acquire(redis, 'lock.foo', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    expect((await redis.keys('*')).sort()).toEqual(['lock.foo', '{lock.foo}:fence']);
+    expect((await redis.keys('*')).sort()).toEqual(['lock.foo', '{lock.foo}:fence', '{lock.foo}:owner']);
     expect(await redis.get('{lock.foo}:fence')).toBe('1');
     expect(await redis.ttl('{lock.foo}:fence')).toBe(-1);
     await legacy.acquire(redis, '{tag}:x', 'a', 5_000);

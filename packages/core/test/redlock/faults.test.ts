@@ -54,7 +54,9 @@ describe('RedLock with crashed masters', () => {
     const verdict = checkHistory(intervals);
     expect(killing).toBeDefined();
     // Most of the run happened with two masters dead.
-    expect(intervals.filter((interval) => interval.start > killedAt).length).toBeGreaterThan(contenders * rounds - 2 * killAfter);
+    expect(intervals.filter((interval) => interval.start > killedAt).length).toBeGreaterThan(
+      contenders * rounds - 2 * killAfter,
+    );
     expect(verdict.overlaps).toBe(0);
     expect(verdict.fenceRegressions).toBe(0);
     expect(failures / (contenders * rounds), [...errors].join('; ')).toBeLessThanOrEqual(0.01);
@@ -62,7 +64,9 @@ describe('RedLock with crashed masters', () => {
 
     // A third crash leaves 2 of 5: no majority is possible, so acquisition fails closed.
     await masters.servers[4]!.kill();
-    const error = await lockers[0]!.acquire('crash', { ttl: 2_000, wait: 1_000 }).catch((caught: unknown) => caught);
+    const error = await lockers[0]!
+      .acquire('crash', { ttl: 2_000, wait: 1_000 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(QuorumError);
     expect(error).toMatchObject({ needed: 3, agreed: 2, refused: 0, failed: 3, timedOut: 0 });
     expect(await ownersOn(clients.slice(1, 3), 'lock:crash')).toEqual([null, null]);

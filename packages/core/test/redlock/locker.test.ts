@@ -21,7 +21,12 @@ describe('createRedlock', () => {
     const first = await locker.acquire(key, { ttl: 5_000 });
     expect((await ownersOn(nodes.clients, key)).every((owner) => owner === first.owner)).toBe(true);
     expect(await locker.isLocked(key)).toBe(true);
-    expect(await locker.inspect(key)).toMatchObject({ held: true, owner: first.owner, fence: first.fence, holds: 1 });
+    expect(await locker.inspect(key)).toMatchObject({
+      held: true,
+      owner: first.owner,
+      fence: first.fence,
+      holds: 1,
+    });
     await first.release();
     expect(await ownersOn(nodes.clients, key)).toEqual([null, null, null]);
     const second = await locker.acquire(key, { ttl: 5_000 });
@@ -34,7 +39,9 @@ describe('createRedlock', () => {
     const locker = createRedlock({ clients: nodes.clients });
     const key = freshKey('busy');
     const held = await locker.acquire(key, { ttl: 5_000 });
-    const busy = await runInChain(() => locker.acquire(key, { ttl: 5_000, wait: 0 })).catch((error: unknown) => error);
+    const busy = await runInChain(() => locker.acquire(key, { ttl: 5_000, wait: 0 })).catch(
+      (error: unknown) => error,
+    );
     expect(busy).toBeInstanceOf(LockBusyError);
     expect((busy as LockBusyError).remaining).toBeGreaterThan(4_000);
     await held.release();

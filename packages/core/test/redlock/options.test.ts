@@ -48,7 +48,9 @@ describe('RedLock options', () => {
   it('refuses unknown and invalid locker options through createRedlock', () => {
     expect(refusal(() => createRedlock({ clients: [a, b, c], tll: 5 } as never)).option).toBe('tll');
     expect(refusal(() => createRedlock({ clients: [a, b, c], ttl: -1 })).option).toBe('ttl');
-    expect(refusal(() => createRedlock({ clients: [a] as never, nodeTimeout: -5 })).option).toBe('nodeTimeout');
+    expect(refusal(() => createRedlock({ clients: [a] as never, nodeTimeout: -5 })).option).toBe(
+      'nodeTimeout',
+    );
     expect(a.status).toBe('wait');
   });
 

@@ -29,7 +29,9 @@ export async function runContention(plan: ContentionPlan): Promise<Interval[]> {
 
 function runWorker(args: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', register, worker, args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', register, worker, args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -39,6 +41,8 @@ function runWorker(args: string): Promise<string> {
       err += chunk.toString();
     });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`worker exited ${code}: ${err}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`worker exited ${code}: ${err}`)),
+    );
   });
 }

@@ -32,11 +32,17 @@ describe('events and inspection', () => {
     const acquire = seen.find((e) => e.name === 'lock:acquire')!.message;
     expect(acquire).toMatchObject({ key: 'observed', protocol: 'token', attempts: 1, holds: 1 });
     expect(acquire.waited).toBeTypeOf('number');
-    expect(seen.find((e) => e.name === 'lock:extend')!.message).toMatchObject({ key: 'observed', renewal: false });
+    expect(seen.find((e) => e.name === 'lock:extend')!.message).toMatchObject({
+      key: 'observed',
+      renewal: false,
+    });
     const release = seen.find((e) => e.name === 'lock:release')!.message;
     expect(release).toMatchObject({ key: 'observed', result: 'released' });
     expect(release.held).toBeGreaterThanOrEqual(0);
-    expect(seen.find((e) => e.name === 'lock:lost')!.message).toMatchObject({ key: 'doomed', reason: 'expired' });
+    expect(seen.find((e) => e.name === 'lock:lost')!.message).toMatchObject({
+      key: 'doomed',
+      reason: 'expired',
+    });
   });
 
   it('inspect reports holder, ttl, fence and protocol without changing anything', async () => {
@@ -53,7 +59,13 @@ describe('events and inspection', () => {
     const lock = await locker.acquire('inspected', { ttl: 5_000 });
     const ttlBefore = await redis.pttl('{lock:inspected}');
     const seen = await locker.inspect('inspected');
-    expect(seen).toMatchObject({ held: true, owner: lock.owner, fence: lock.fence, holds: 1, protocol: 'token' });
+    expect(seen).toMatchObject({
+      held: true,
+      owner: lock.owner,
+      fence: lock.fence,
+      holds: 1,
+      protocol: 'token',
+    });
     expect(await redis.pttl('{lock:inspected}')).toBeLessThanOrEqual(ttlBefore);
     await lock.release();
     await locker.close();

@@ -4,7 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 async function evalCalls(server: RedisServer): Promise<number> {
   const stats = await server.client().info('commandstats');
-  return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
+    (sum, m) => sum + Number(m[1]),
+    0,
+  );
 }
 
 describe('the watchdog', () => {

@@ -1,24 +1,29 @@
 --[[
   Takes a legacy timestamp lock (the SETNX + GETSET format of the old Redis docs, JedisLock and
-  the ThinkPHP class), writing exactly what those fleets read, with the server's clock and a TTL.
+  the ThinkPHP class), or re-enters it for the same owner, writing exactly what those fleets
+  read, with the server's clock and a TTL that matches the value.
 
   Input:
     KEYS[1] lock key: a plain string holding the holder's expiry as a decimal Unix timestamp
     KEYS[2] fence counter: a plain integer that never expires, named so no legacy fleet reads it
+    KEYS[3] owner record: a hash { owner, holds, value } with the lock's TTL, which legacy
+            fleets never read; it counts re-entries of the owner that wrote `value`
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] lease in those units, added to now to make the stored timestamp; the TTL matches it
     ARGV[3] skew margin in ms: how far past its timestamp a TTL-less key must be to be taken over
+    ARGV[4] owner
 
   Output:
-    { 1, fence, value }  acquired: value is the timestamp written, the caller's token
-    { 0, remaining }     held: the key's remaining PTTL, or for a TTL-less key the ms until it
-                         may be taken over
-    -1                   the key holds another Redis type (a lock of another format)
-    -2                   the key's value is not a decimal timestamp
+    { 1, fence, value, holds }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
+                                value is the timestamp now stored: the owner's token
+    { 0, remaining }            held by another owner: the key's remaining PTTL, or for a
+                                TTL-less key the ms until it may be taken over
+    -1                          the key holds another Redis type (a lock of another format)
+    -2                          the key's value is not a decimal timestamp
 ]]
 local rcall = redis.call
-local lock, counter = KEYS[1], KEYS[2]
-local scale, lease, margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local lock, counter, record = KEYS[1], KEYS[2], KEYS[3]
+local scale, lease, margin, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
 -- Server time, so that no client clock decides who holds the lock.
 local time = rcall('time')
@@ -26,8 +31,14 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local value = string.format('%d', math.floor(nowMs / scale) + lease)
 local leaseMs = lease * scale
 
+local function recordOwner(holds)
+  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value)
+  rcall('pexpire', record, leaseMs)
+end
+
 if rcall('set', lock, value, 'NX', 'PX', leaseMs) then
-  return { 1, rcall('incr', counter), value }
+  recordOwner(1)
+  return { 1, rcall('incr', counter), value, 1 }
 end
 
 if rcall('type', lock).ok ~= 'string' then
@@ -39,9 +50,22 @@ if not string.match(stored, '^%d+$') then
   return -2
 end
 
+local pttl = rcall('pttl', lock)
+local mine = rcall('hmget', record, 'owner', 'holds', 'value')
+if mine[1] == owner and mine[3] == stored then
+  local holds = tonumber(mine[2]) + 1
+  -- A re-entry never shortens the lease; lengthening it rewrites value and TTL together.
+  if pttl < leaseMs then
+    rcall('set', lock, value, 'PX', leaseMs)
+    recordOwner(holds)
+    return { 1, tonumber(rcall('get', counter)), value, holds }
+  end
+  rcall('hset', record, 'holds', holds)
+  return { 1, tonumber(rcall('get', counter)), stored, holds }
+end
+
 -- A key with a TTL is left to Redis to expire, whatever its timestamp says: taking it over is
 -- how two holders appear when clocks disagree.
-local pttl = rcall('pttl', lock)
 if pttl >= 0 then
   return { 0, pttl }
 end
@@ -51,5 +75,7 @@ if wait > 0 then
   return { 0, wait }
 end
 
+rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)
-return { 1, rcall('incr', counter), value }
+recordOwner(1)
+return { 1, rcall('incr', counter), value, 1 }

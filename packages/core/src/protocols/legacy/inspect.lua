@@ -4,15 +4,17 @@
   Input:
     KEYS[1] lock key
     KEYS[2] fence counter
+    KEYS[3] owner record (hash { owner, holds, value })
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] skew margin in ms (as for acquire)
 
   Output:
-    { state, pttl, fence }
-      state  0 free (absent, or TTL-less and stale past the margin: the next acquire takes it
-             over), 1 held
+    { holds, pttl, fence, owner }
+      holds  0 free (absent, or TTL-less and stale past the margin: the next acquire takes it
+             over); else the owner's hold count, 1 for a lock written by a legacy fleet
       pttl   PTTL of the lock key (-1 without a TTL, -2 when absent)
       fence  the last fence handed out, -1 when none
+      owner  our owner id, or '' for a lock written by a legacy fleet (or none)
     -1  the key holds another Redis type (a lock of another format)
     -2  the key's value is not a decimal timestamp
 ]]
@@ -23,7 +25,7 @@ local fence = tonumber(rcall('get', KEYS[2]) or '-1')
 local kind = rcall('type', lock).ok
 
 if kind == 'none' then
-  return { 0, -2, fence }
+  return { 0, -2, fence, '' }
 end
 if kind ~= 'string' then
   return -1
@@ -35,13 +37,16 @@ if not string.match(stored, '^%d+$') then
 end
 
 local pttl = rcall('pttl', lock)
-if pttl >= 0 then
-  return { 1, pttl, fence }
+if pttl < 0 then
+  local time = rcall('time')
+  local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if tonumber(stored) * scale + margin <= nowMs then
+    return { 0, -1, fence, '' }
+  end
 end
 
-local time = rcall('time')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if tonumber(stored) * scale + margin <= nowMs then
-  return { 0, -1, fence }
+local mine = rcall('hmget', KEYS[3], 'owner', 'holds', 'value')
+if mine[3] == stored then
+  return { tonumber(mine[2]), pttl, fence, mine[1] }
 end
-return { 1, -1, fence }
+return { 1, pttl, fence, '' }

@@ -12,6 +12,12 @@ export interface LegacyKeys {
    * name, so fences keep increasing when a service later moves a name to that protocol.
    */
   readonly fence: string;
+  /**
+   * `{<name>}:owner`: a hash { owner, holds, value } with the lock's TTL, recording which of our
+   * owners wrote `value` and how often it re-entered. Legacy fleets neither read nor write it;
+   * it only counts while the lock key still holds that value, so their takeovers void it.
+   */
+  readonly owner: string;
   /** Where our releases are announced (legacy fleets never publish, so their waiters poll). */
   readonly channel: string;
 }
@@ -21,7 +27,7 @@ export function legacyKeys(resource: string): LegacyKeys {
   const slot = slotKey(resource);
   if (slot === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
-  return { lock: resource, fence: `${slot}:fence`, channel: `${slot}:released` };
+  return { lock: resource, fence: `${slot}:fence`, owner: `${slot}:owner`, channel: `${slot}:released` };
 }
 
 /**

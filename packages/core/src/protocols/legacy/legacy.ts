@@ -1,5 +1,5 @@
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
-import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import type { Inspection, LockProtocol, RedisClient, ReleaseReply, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
 import acquireLua from './acquire.lua';
@@ -52,7 +52,10 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 
   async function extendAll(redis: RedisClient, items: readonly RenewalItem[], ttl: number) {
     const lease = leaseUnits(unit, ttl);
-    const keys = items.map((item) => legacyKeys(item.resource).lock);
+    const keys = items.flatMap((item) => {
+      const { lock, owner } = legacyKeys(item.resource);
+      return [lock, owner];
+    });
     const tokens = items.map((item) => item.token);
     const renewed = (await extendScript.run(redis, keys, [scale, lease, ...tokens])) as (string | number)[];
     return items.map((_, i) => {
@@ -77,24 +80,33 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return legacyKeys(resource).channel;
     },
 
-    async acquire(redis, resource, _owner, ttl) {
+    async acquire(redis, resource, owner, ttl) {
       const lease = leaseUnits(unit, ttl);
       const keys = legacyKeys(resource);
       requireHashTagOnCluster(resource, isCluster(redis));
-      const reply = await acquireScript.run(redis, [keys.lock, keys.fence], [scale, lease, skewMargin]);
-      const [state, fenceOrRemaining, value] = checked(reply, resource) as [number, number, string?];
-      if (state === 1) return { acquired: true, fence: fenceOrRemaining, holds: 1, token: value! };
+      const reply = await acquireScript.run(
+        redis,
+        [keys.lock, keys.fence, keys.owner],
+        [scale, lease, skewMargin, owner],
+      );
+      const [state, fenceOrRemaining, value, holds] = checked(reply, resource) as [
+        number,
+        number,
+        string,
+        number,
+      ];
+      if (state === 1) return { acquired: true, fence: fenceOrRemaining, holds, token: value };
       return { acquired: false, remaining: fenceOrRemaining };
     },
 
-    async release(redis, resource, _owner, token) {
+    async release(redis, resource, owner, token) {
       const keys = legacyKeys(resource);
-      const deleted = await releaseScript.run(
+      const left = (await releaseScript.run(
         redis,
-        [keys.lock],
-        [token, publishCommand(redis), keys.channel],
-      );
-      return deleted === 1 ? 'released' : 'not-owner';
+        [keys.lock, keys.owner],
+        [token, owner, publishCommand(redis), keys.channel],
+      )) as number;
+      return releaseReply(left);
     },
 
     async extend(redis, resource, owner, token, ttl) {
@@ -106,15 +118,15 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 
     async inspect(redis, resource): Promise<Inspection> {
       const keys = legacyKeys(resource);
-      const reply = await inspectScript.run(redis, [keys.lock, keys.fence], [scale, skewMargin]);
-      const [state, pttl, fence] = checked(reply, resource) as [number, number, number];
-      const held = state === 1;
+      const reply = await inspectScript.run(redis, [keys.lock, keys.fence, keys.owner], [scale, skewMargin]);
+      const [holds, pttl, fence, owner] = checked(reply, resource) as [number, number, number, string];
+      const held = holds > 0;
       return {
         held,
         ttl: held ? pttl : null,
-        owner: null,
+        owner: owner === '' ? null : owner,
         fence: fence < 0 ? null : fence,
-        holds: held ? 1 : 0,
+        holds,
       };
     },
 
@@ -139,4 +151,9 @@ function checked(reply: unknown, resource: string): unknown[] {
     );
   }
   return reply as unknown[];
+}
+
+function releaseReply(left: number): ReleaseReply {
+  if (left < 0) return 'not-owner';
+  return left === 0 ? 'released' : 'held';
 }

@@ -1,25 +1,34 @@
 --[[
-  Deletes a legacy timestamp lock only while it still holds the exact timestamp we wrote, and
-  announces the release. A lock that expired, was taken over, or was rewritten is left alone.
+  Gives up one hold of a legacy timestamp lock while the key still holds the exact timestamp
+  we wrote; the last hold deletes it and announces the release. A lock that expired, was taken
+  over or was rewritten by anyone else is left alone.
 
   Input:
     KEYS[1] lock key
+    KEYS[2] owner record (hash { owner, holds, value })
     ARGV[1] the timestamp we wrote (our token)
-    ARGV[2] publish command: PUBLISH, or SPUBLISH on a cluster
-    ARGV[3] release channel (same slot as KEYS[1])
+    ARGV[2] owner
+    ARGV[3] publish command: PUBLISH, or SPUBLISH on a cluster
+    ARGV[4] release channel (same slot as KEYS[1])
 
   Output:
-    1  released (key deleted, message published)
-    0  not ours: nothing changed
+    0   released (keys deleted, message published)
+    n   still held by the owner with n holds left
+    -1  not ours: nothing changed
 ]]
 local rcall = redis.call
-local lock = KEYS[1]
+local lock, record, token, owner = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 
 -- Another type under the name means our string is long gone; GET would raise WRONGTYPE.
-if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= ARGV[1] then
-  return 0
+if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
+  return -1
 end
 
-rcall('del', lock)
-rcall(ARGV[2], ARGV[3], 'released')
-return 1
+local mine = rcall('hmget', record, 'owner', 'holds', 'value')
+if mine[1] == owner and mine[3] == token and tonumber(mine[2]) > 1 then
+  return rcall('hincrby', record, 'holds', -1)
+end
+
+rcall('del', lock, record)
+rcall(ARGV[3], ARGV[4], 'released')
+return 0

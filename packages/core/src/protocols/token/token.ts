@@ -18,7 +18,8 @@ const raiseFenceScript = new LuaScript(raiseFenceLua);
 /** Keys of one token lock: the lock hash, its fence counter and its release channel, all in one slot. */
 function keysOf(resource: string) {
   const lock = slotKey(resource);
-  if (lock === null) throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
+  if (lock === null)
+    throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
   return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
 }
 
@@ -52,7 +53,11 @@ export function tokenProtocol(): LockProtocol {
 
     async release(redis, resource, owner) {
       const keys = keysOf(resource);
-      const left = (await releaseScript.run(redis, [keys.lock], [owner, publishCommand(redis), keys.channel])) as number;
+      const left = (await releaseScript.run(
+        redis,
+        [keys.lock],
+        [owner, publishCommand(redis), keys.channel],
+      )) as number;
       return releaseReply(left);
     },
 
@@ -87,7 +92,11 @@ export function tokenProtocol(): LockProtocol {
 }
 
 /** Renews every item in one script; the caller groups items so that they share one slot on a cluster. */
-async function extendAll(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<(string | null)[]> {
+async function extendAll(
+  redis: RedisClient,
+  items: readonly RenewalItem[],
+  ttl: number,
+): Promise<(string | null)[]> {
   const keys = items.map((item) => keysOf(item.resource).lock);
   const owners = items.map((item) => item.owner);
   const renewed = (await extendScript.run(redis, keys, [ttl, ...owners])) as number[];

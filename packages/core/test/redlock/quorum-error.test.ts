@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QuorumError } from '../../src/errors.js';
+import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
+
+// Masters that fail or time out, as opposed to refusing, are reported as a typed QuorumError.
+let nodes: Nodes;
+beforeAll(async () => {
+  nodes = await startNodes(3);
+});
+afterAll(async () => {
+  await nodes.masters.stop();
+});
+
+/** Runs `fn` with masters `indexes` frozen (SIGSTOP), then thaws them and drains what they queued. */
+async function withPaused<T>(indexes: number[], fn: () => Promise<T>): Promise<T> {
+  const servers = indexes.map((index) => nodes.masters.servers[index]!);
+  for (const server of servers) server.pause();
+  try {
+    return await fn();
+  } finally {
+    for (const server of servers) server.resume();
+    await Promise.all(indexes.map((index) => nodes.clients[index]!.ping()));
+  }
+}
+
+const caught = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'resolved',
+    (error: unknown) => error,
+  );
+
+describe('RedLock QuorumError', () => {
+  it('names needed, agreed and timed-out masters when a majority does not answer, and leaves no token', async () => {
+    const backend = backendOver(nodes.clients, { nodeTimeout: 200 });
+    const resource = freshKey('quorum-down');
+    const error = await withPaused([1, 2], () => caught(backend.acquire(resource, 'me', 5_000)));
+    expect(error).toBeInstanceOf(QuorumError);
+    expect(error).toMatchObject({
+      code: 'ERR_LOCK_QUORUM',
+      needed: 2,
+      agreed: 1,
+      refused: 0,
+      failed: 0,
+      timedOut: 2,
+    });
+    expect((error as Error).message).toContain('1 agreed, 0 refused, 0 failed, 2 timed out');
+    expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, null]);
+  });
+
+  it('counts a master whose script fails as failed', async () => {
+    const backend = backendOver(nodes.clients);
+    const resource = freshKey('quorum-wrongtype');
+    // A string where the format keeps a hash: the acquire script errors on two masters.
+    for (const client of nodes.clients.slice(0, 2)) await client.set(`{${resource}}`, 'x', 'PX', 10_000);
+    const error = await caught(backend.acquire(resource, 'me', 5_000));
+    expect(error).toMatchObject({ needed: 2, agreed: 1, refused: 0, failed: 2, timedOut: 0 });
+    expect(await ownersOn(nodes.clients.slice(2), resource)).toEqual([null]);
+  });
+
+  it('refuses (so the engine waits) when the masters that answered could have formed a majority', async () => {
+    const backend = backendOver(nodes.clients, { nodeTimeout: 200 });
+    const resource = freshKey('quorum-split');
+    await protocol.acquire(nodes.clients[1]!, resource, 'other', 5_000);
+    const reply = await withPaused([2], () => backend.acquire(resource, 'me', 5_000));
+    expect(reply.acquired).toBe(false);
+    expect(await ownersOn(nodes.clients, resource)).toEqual([null, 'other', null]);
+  });
+
+  it('throws on release and inspect when too few masters answer to tell', async () => {
+    const backend = backendOver(nodes.clients, { nodeTimeout: 200 });
+    const resource = freshKey('quorum-release');
+    const grant = await backend.acquire(resource, 'me', 5_000);
+    if (!grant.acquired) throw new Error('refused');
+    const [release, inspect] = await withPaused([0, 1], () =>
+      Promise.all([caught(backend.release(resource, 'me', grant.token)), caught(backend.inspect(resource))]),
+    );
+    expect(release).toMatchObject({ needed: 2, timedOut: 2 });
+    expect(inspect).toMatchObject({ needed: 2, timedOut: 2 });
+    // The queued releases ran once the masters thawed.
+    expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, null]);
+  });
+});

@@ -1,0 +1,42 @@
+import { createLocker, InvalidKeyError, type Locker } from '@lock/core';
+import { startCluster } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+import { describeLockerContract } from '../contract/contract.js';
+
+describeLockerContract('token protocol on a 3-master cluster (sharded pub/sub)', async () => {
+  const cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+  const redis = cluster.client();
+  const made: Locker[] = [];
+  const make = (options: object = {}) => {
+    const locker = createLocker({ redis, ...options });
+    made.push(locker);
+    return locker;
+  };
+  return {
+    locker: make(),
+    other: make(),
+    make,
+    clients: [redis],
+    counters: /:fence$/,
+    async close() {
+      await Promise.all(made.map((l) => l.close()));
+      await cluster.stop();
+    },
+  };
+});
+
+describe('token protocol on a cluster: key layout', () => {
+  it('keeps every key of a lock in one slot, honours a caller hash tag, and refuses an untaggable name', async () => {
+    await using cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    const redis = cluster.client();
+    const locker = createLocker({ redis });
+    const bare = createLocker({ redis, prefix: '' });
+    const tagged = await locker.acquire('{user:7}:cart', { ttl: 5_000 });
+    expect(await redis.hgetall('lock:{user:7}:cart')).toEqual({ [tagged.owner]: '1' });
+    expect(await redis.get('lock:{user:7}:cart:fence')).toBe(String(tagged.fence));
+    await tagged.release();
+    await expect(bare.acquire('}starts-with-brace')).rejects.toBeInstanceOf(InvalidKeyError);
+    await locker.close();
+    await bare.close();
+  }, 60_000);
+});
