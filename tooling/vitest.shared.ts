@@ -15,12 +15,22 @@ export function luaText() {
   };
 }
 
-/** Every `@lock/<name>` resolves to its sources, so tests never need a build first. */
-function workspaceAliases(): Record<string, string> {
-  const aliases: Record<string, string> = {};
+/**
+ * Every `@lock/<name>` (and `@lock/<name>/<sub>` for `src/<sub>/index.ts`) resolves to its
+ * sources, so tests never need a build first. Matches are exact: `@lock/testing` must not
+ * swallow `@lock/testing/vitest`.
+ */
+function workspaceAliases(): { find: RegExp; replacement: string }[] {
+  const aliases: { find: RegExp; replacement: string }[] = [];
   for (const name of readdirSync(packagesDir)) {
-    const entry = `${packagesDir}${name}/src/index.ts`;
-    if (existsSync(entry)) aliases[`@lock/${name}`] = entry;
+    const src = `${packagesDir}${name}/src`;
+    if (!existsSync(`${src}/index.ts`)) continue;
+    aliases.push({ find: new RegExp(`^@lock/${name}$`), replacement: `${src}/index.ts` });
+    for (const sub of readdirSync(src)) {
+      if (existsSync(`${src}/${sub}/index.ts`)) {
+        aliases.push({ find: new RegExp(`^@lock/${name}/${sub}$`), replacement: `${src}/${sub}/index.ts` });
+      }
+    }
   }
   return aliases;
 }

@@ -1,3 +1,3 @@
 import { packageProject } from '../../tooling/vitest.shared.ts';
 
-export default packageProject('testing');
+export default packageProject('testing', { globalSetup: ['./src/vitest/global-setup.ts'] });

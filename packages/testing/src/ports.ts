@@ -1,14 +1,30 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /**
- * A loopback port that was free a moment ago. Another process may still take it before
- * redis-server binds it, so callers retry on "address in use" (see `startServerProcess`).
- * Ports are drawn from a range above the ones Linux hands out for outgoing connections' peers
- * of common services, and the cluster bus port (port + 10000) must stay below 65536.
+ * The first port the kernel hands out to outgoing connections (Linux default 32768). Servers
+ * stay below it so that no client socket can take their port between a probe and the bind, or
+ * while a server is down for `restart()`.
+ */
+function ephemeralStart(): number {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+    return Number(low) || 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A loopback port that was free a moment ago, and whose cluster bus port (port + 10000) was too.
+ * Another process may still take it before redis-server binds it, so callers retry on "address
+ * in use" (see `RedisServer.start`); drawing at random keeps parallel test files apart.
  */
 export async function freePort(): Promise<number> {
+  const low = 10_000;
+  const high = Math.max(low + 1_000, ephemeralStart() - 10_000);
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 35_000);
+    const port = low + Math.floor(Math.random() * (high - low));
     if ((await canBind(port)) && (await canBind(port + 10_000))) return port;
   }
 }

@@ -1,32 +1,44 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { redisServerBinary } from './binary.js';
+import { OwnedClients } from './clients.js';
 import { freePort } from './ports.js';
 import { trackProcess, untrackProcess } from './registry.js';
+import { checkInteger } from './validate.js';
 
 /** Options of one redis-server process. */
 export interface RedisServerOptions {
-  /** Extra redis.conf directives passed on the command line, e.g. `{ 'maxmemory-policy': 'noeviction' }`. Default: none. */
+  /**
+   * Extra redis.conf directives, e.g. `{ 'maxmemory-policy': 'noeviction' }`; for a sentinel,
+   * sentinel directives such as `{ 'sentinel monitor': 'mymaster 127.0.0.1 6379 2' }`.
+   * Default: none.
+   */
   config?: Record<string, string | number>;
   /** Keep an append-only file so `restart()` finds the data again. Default: `false` (nothing on disk). */
   persistence?: boolean;
-  /** Run as a sentinel (`redis-server --sentinel`); `config` then holds sentinel directives. Default: `false`. */
+  /** Run as a sentinel (`redis-server <file> --sentinel`). Default: `false`. */
   sentinel?: boolean;
   /** Milliseconds to wait for "Ready to accept connections". Default: `10_000`. */
   startTimeout?: number;
 }
 
-const readyLine = /Ready to accept connections|Sentinel ID is/;
-const portTaken = /Address already in use|bind: /i;
+/** A host and port, as ioredis wants sentinel addresses and cluster startup nodes. */
+export interface Address {
+  host: string;
+  port: number;
+}
 
-/** A redis-server process this library started, on 127.0.0.1 and a free port. */
+const readyLine = /Ready to accept connections|Sentinel ID is/;
+const portTaken = /Address already in use/i;
+
+/** A redis-server process this library started, on 127.0.0.1 and a free port, in its own temporary directory. */
 export class RedisServer {
   readonly host = '127.0.0.1';
   private child: ChildProcess | undefined;
-  private readonly clients = new Set<Redis>();
+  private readonly clients = new OwnedClients();
 
   private constructor(
     readonly port: number,
@@ -36,9 +48,11 @@ export class RedisServer {
 
   /** Starts a server on a free loopback port, retrying with another port if one is taken meanwhile. */
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    if (options.startTimeout !== undefined) checkInteger('startTimeout', options.startTimeout, 1);
     const binary = redisServerBinary();
     for (let attempt = 0; ; attempt++) {
-      const dir = mkdtempSync(join(tmpdir(), 'lock-testing-'));
+      // The real path, because the guard compares it with /proc/<pid>/cwd.
+      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'lock-testing-')));
       const server = new RedisServer(await freePort(), dir, options);
       try {
         await server.spawn(binary);
@@ -50,8 +64,14 @@ export class RedisServer {
     }
   }
 
+  /** The pid of the running process, `undefined` once it has exited. */
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.running ? this.child?.pid : undefined;
+  }
+
+  /** Whether the process is alive (paused counts as alive). */
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
   get url(): string {
@@ -65,11 +85,7 @@ export class RedisServer {
 
   /** A new ioredis client for this server; `stop()` disconnects it. */
   client(options: RedisOptions = {}): Redis {
-    const client = new Redis({ ...this.redisOptions, ...options });
-    client.on('error', () => {});
-    this.clients.add(client);
-    client.once('end', () => this.clients.delete(client));
-    return client;
+    return this.clients.add(new Redis({ ...this.redisOptions, ...options }));
   }
 
   /** Freezes the process (SIGSTOP): it keeps its sockets but answers nothing. */
@@ -82,8 +98,9 @@ export class RedisServer {
     this.signal('SIGCONT');
   }
 
-  /** Makes the server sleep inside one command (`DEBUG SLEEP`), blocking every client. */
+  /** Makes the server sleep inside one command (`DEBUG SLEEP`), blocking every client for `ms`. */
   async debugSleep(ms: number): Promise<void> {
+    if (!(ms >= 0 && Number.isFinite(ms))) throw new RangeError(`ms must be a finite number >= 0, got ${ms}`);
     const client = this.client();
     try {
       await client.call('DEBUG', 'SLEEP', String(ms / 1000));
@@ -92,10 +109,10 @@ export class RedisServer {
     }
   }
 
-  /** Kills the process (SIGKILL by default) and waits until it has exited. */
+  /** Kills the process (SIGKILL by default, a paused one too) and waits until it has exited. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || !this.running) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGCONT');
     child.kill(signal);
@@ -108,10 +125,9 @@ export class RedisServer {
     await this.spawn(redisServerBinary());
   }
 
-  /** Disconnects the clients it made, stops the process and removes its directory. */
+  /** Disconnects the clients it made, kills the process and removes its directory. Idempotent. */
   async stop(): Promise<void> {
-    for (const client of this.clients) client.disconnect();
-    this.clients.clear();
+    this.clients.disconnectAll();
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -121,41 +137,34 @@ export class RedisServer {
   }
 
   private signal(signal: NodeJS.Signals): void {
-    if (!this.child?.pid) throw new Error(`redis-server on port ${this.port} is not running`);
-    this.child.kill(signal);
+    if (!this.running) throw new Error(`redis-server on port ${this.port} is not running`);
+    this.child?.kill(signal);
   }
 
   private args(): string[] {
-    const persistence = this.options.persistence ?? false;
-    const base: Record<string, string | number> = this.options.sentinel
-      ? { port: this.port, bind: this.host, dir: this.dir, logfile: '""' }
-      : {
-          port: this.port,
-          bind: this.host,
-          dir: this.dir,
-          save: '""',
-          appendonly: persistence ? 'yes' : 'no',
-          appendfsync: 'always',
-          'enable-debug-command': 'local',
-          'repl-diskless-sync-delay': 0,
-          logfile: '""',
-        };
-    const config = { ...base, ...this.options.config };
-    const args = this.options.sentinel ? [join(this.dir, 'sentinel.conf'), '--sentinel'] : [];
-    for (const [name, value] of Object.entries(config)) {
-      args.push(`--${name}`, ...String(value).split(' ').map((part) => (part === '""' ? '' : part)));
-    }
-    return args;
+    const common = { port: this.port, bind: this.host, dir: this.dir, logfile: '""' };
+    if (this.options.sentinel) return [join(this.dir, 'sentinel.conf'), '--sentinel', ...flags(common)];
+    return flags({
+      ...common,
+      save: '""',
+      appendonly: this.options.persistence ? 'yes' : 'no',
+      appendfsync: 'always',
+      'enable-debug-command': 'local',
+      'repl-diskless-sync-delay': 0,
+      ...this.options.config,
+    });
   }
 
   private async spawn(binary: string): Promise<void> {
-    if (this.options.sentinel) await writeEmptySentinelConfig(this.dir);
+    // A sentinel rewrites its own file, so its directives go there once, not on every start.
+    if (this.options.sentinel) writeSentinelConfig(this.dir, this.options.config ?? {});
     const child = spawn(binary, this.args(), { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
-    if (child.pid) trackProcess(child.pid, this.dir);
-    child.once('exit', () => {
-      if (child.pid) untrackProcess(child.pid);
-    });
+    const pid = child.pid;
+    if (pid) {
+      trackProcess(pid, this.dir);
+      child.once('exit', () => untrackProcess(pid));
+    }
     await new Promise<void>((resolve, reject) => {
       let output = '';
       const timer = setTimeout(() => {
@@ -164,21 +173,21 @@ export class RedisServer {
       }, this.options.startTimeout ?? 10_000);
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
-        if (readyLine.test(output)) {
-          clearTimeout(timer);
-          child.stdout?.off('data', onData);
-          child.stdout?.resume();
-          resolve();
-        }
+        if (!readyLine.test(output)) return;
+        clearTimeout(timer);
+        for (const stream of [child.stdout, child.stderr]) stream?.off('data', onData).resume();
+        resolve();
       };
       child.stdout?.on('data', onData);
-      child.stderr?.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-      });
-      child.once('exit', (code) => {
+      child.stderr?.on('data', onData);
+      child.once('error', (error) => {
         clearTimeout(timer);
-        if (portTaken.test(output)) reject(new PortTakenError(output));
-        else reject(new Error(`redis-server exited with code ${code} before it was ready:\n${output}`));
+        reject(new Error(`redis-server could not be started from ${binary}: ${error.message}`));
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        if (portTaken.test(output)) reject(new PortTakenError(`port ${this.port} is taken:\n${output}`));
+        else reject(new Error(`redis-server exited (${signal ?? code}) before it was ready:\n${output}`));
       });
     });
   }
@@ -186,9 +195,24 @@ export class RedisServer {
 
 class PortTakenError extends Error {}
 
-async function writeEmptySentinelConfig(dir: string): Promise<void> {
-  const { writeFile } = await import('node:fs/promises');
-  await writeFile(join(dir, 'sentinel.conf'), '', { flag: 'a' });
+/** Command-line flags from directives; `""` stands for an empty argument. */
+function flags(config: Record<string, string | number>): string[] {
+  return Object.entries(config).flatMap(([name, value]) => [
+    `--${name}`,
+    ...String(value)
+      .split(' ')
+      .map((part) => (part === '""' ? '' : part)),
+  ]);
+}
+
+function writeSentinelConfig(dir: string, config: Record<string, string | number>): void {
+  const lines = Object.entries(config).map(([name, value]) => `${name} ${value}\n`);
+  // `wx`: keep the file a sentinel already rewrote when it is restarted.
+  try {
+    writeFileSync(join(dir, 'sentinel.conf'), lines.join(''), { flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 /** Starts one redis-server on a free loopback port. */

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RedisSentinel, startSentinel } from '../src/index.js';
+import { alive, pidsOf } from './proc.js';
+
+let setup: RedisSentinel;
+
+beforeAll(async () => {
+  setup = await startSentinel({ replicas: 2, sentinels: 3 });
+});
+
+afterAll(() => setup.stop());
+
+describe('startSentinel', () => {
+  it('exposes the master name, sentinel addresses and sentinel-backed ioredis options', () => {
+    expect(setup.masterName).toBe('mymaster');
+    expect(setup.nodes).toHaveLength(3);
+    expect(setup.sentinels).toHaveLength(3);
+    expect(setup.sentinelAddresses).toEqual(setup.sentinels.map(({ host, port }) => ({ host, port })));
+    expect(setup.redisOptions).toEqual({ sentinels: setup.sentinelAddresses, name: 'mymaster' });
+  });
+
+  it('every sentinel answers SENTINEL get-master-addr-by-name with the master', async () => {
+    const master = setup.nodes[0]!;
+    for (const sentinel of setup.sentinels) {
+      const address = await sentinel.client().call('SENTINEL', 'get-master-addr-by-name', 'mymaster');
+      expect(address).toEqual([master.host, String(master.port)]);
+    }
+    expect(await setup.master()).toBe(master);
+  });
+
+  it('replicates writes made through a sentinel-backed client', async () => {
+    await setup.client().set('replicated', 'yes');
+    for (const replica of setup.nodes.slice(1)) {
+      const client = replica.client();
+      // WAIT on the master would be the strict way; replicas catch up within milliseconds here.
+      await expect.poll(() => client.get('replicated'), { timeout: 10_000 }).toBe('yes');
+    }
+  });
+
+  it('failover() moves the master to a replica that answers as master', async () => {
+    const old = await setup.master();
+    const promoted = await setup.failover();
+    expect(promoted).not.toBe(old);
+    expect(setup.nodes).toContain(promoted);
+    expect(await promoted.client().info('replication')).toContain('role:master');
+    for (const sentinel of setup.sentinels) {
+      const address = await sentinel.client().call('SENTINEL', 'get-master-addr-by-name', 'mymaster');
+      expect(address).toEqual([promoted.host, String(promoted.port)]);
+    }
+    const client = setup.client();
+    await client.set('after-failover', '1');
+    expect(await promoted.client().get('after-failover')).toBe('1');
+  });
+
+  it('refuses bad sizes before starting anything, naming the value', async () => {
+    await expect(startSentinel({ replicas: 0 })).rejects.toThrow('replicas must be an integer >= 1, got 0');
+    await expect(startSentinel({ sentinels: 2.5 })).rejects.toThrow(
+      'sentinels must be an integer >= 1, got 2.5',
+    );
+    await expect(startSentinel({ sentinels: 3, quorum: 4 })).rejects.toThrow(
+      'quorum must be <= sentinels (3), got 4',
+    );
+    await expect(startSentinel({ downAfterMilliseconds: 0 })).rejects.toThrow(
+      'downAfterMilliseconds must be an integer >= 1, got 0',
+    );
+    await expect(startSentinel({ masterName: 'my master' })).rejects.toThrow(
+      "masterName must be a word, got 'my master'",
+    );
+  });
+
+  it('stop() leaves none of its processes alive', async () => {
+    const pids = pidsOf([...setup.nodes, ...setup.sentinels]);
+    expect(pids.every(alive)).toBe(true);
+    await setup.stop();
+    expect(pids.filter(alive)).toEqual([]);
+  });
+});

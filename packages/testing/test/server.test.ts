@@ -1,0 +1,164 @@
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { RedisServerNotFoundError, startRedis, waitFor } from '../src/index.js';
+import { useRedis } from '../src/vitest/index.js';
+import { alive } from './proc.js';
+
+describe('startRedis', () => {
+  it('serves commands on loopback with debug commands enabled and nothing persisted', async () => {
+    const server = await useRedis();
+    const client = server.client();
+    expect(server.host).toBe('127.0.0.1');
+    expect(server.url).toBe(`redis://127.0.0.1:${server.port}`);
+    await client.set('k', 'v');
+    expect(await client.get('k')).toBe('v');
+    expect(await client.config('GET', 'enable-debug-command')).toEqual(['enable-debug-command', 'local']);
+    expect(await client.config('GET', 'appendonly')).toEqual(['appendonly', 'no']);
+    expect(await client.config('GET', 'save')).toEqual(['save', '']);
+  });
+
+  it('gives parallel servers distinct ports and directories', async () => {
+    const servers = await Promise.all([useRedis(), useRedis(), useRedis()]);
+    expect(new Set(servers.map((server) => server.port)).size).toBe(3);
+    expect(new Set(servers.map((server) => server.dir)).size).toBe(3);
+  });
+
+  it('applies extra config directives', async () => {
+    const server = await useRedis({ config: { 'maxmemory-policy': 'noeviction' } });
+    expect(await server.client().config('GET', 'maxmemory-policy')).toEqual([
+      'maxmemory-policy',
+      'noeviction',
+    ]);
+  });
+
+  it('stop() kills the process, removes its directory and may be called twice', async () => {
+    const server = await startRedis();
+    const pid = server.pid!;
+    expect(alive(pid)).toBe(true);
+    expect(existsSync(server.dir)).toBe(true);
+    await server.stop();
+    expect(alive(pid)).toBe(false);
+    expect(existsSync(server.dir)).toBe(false);
+    expect(server.running).toBe(false);
+    await server.stop();
+  });
+
+  it('await using stops the server at the end of the block', async () => {
+    let pid: number;
+    {
+      await using server = await startRedis();
+      pid = server.pid!;
+      expect(alive(pid)).toBe(true);
+    }
+    expect(alive(pid)).toBe(false);
+  });
+});
+
+describe('fault helpers', () => {
+  it('pause() makes commands time out and resume() makes the server answer again', async () => {
+    const server = await useRedis();
+    const client = server.client({ commandTimeout: 300 });
+    expect(await client.ping()).toBe('PONG');
+    server.pause();
+    await expect(client.ping()).rejects.toThrow(/timed out/i);
+    server.resume();
+    expect(await client.ping()).toBe('PONG');
+  });
+
+  it('kill() ends the process and restart() brings a new one up on the same port', async () => {
+    const server = await useRedis();
+    const port = server.port;
+    const before = server.pid!;
+    await server.client().set('k', 'v');
+    await server.kill();
+    expect(server.running).toBe(false);
+    expect(alive(before)).toBe(false);
+    await server.restart();
+    expect(server.port).toBe(port);
+    expect(server.pid).not.toBe(before);
+    const client = server.client();
+    expect(await client.ping()).toBe('PONG');
+    // No persistence by default: a restart starts empty.
+    expect(await client.get('k')).toBeNull();
+  });
+
+  it('restart() keeps the data when persistence is on', async () => {
+    const server = await useRedis({ persistence: true });
+    await server.client().set('k', 'kept');
+    await server.restart();
+    expect(await server.client().get('k')).toBe('kept');
+  });
+
+  it('kill() also ends a paused server', async () => {
+    const server = await useRedis();
+    const pid = server.pid!;
+    server.pause();
+    await server.kill();
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('debugSleep() refuses a negative or non-finite duration, naming it', async () => {
+    const server = await useRedis();
+    await expect(server.debugSleep(-1)).rejects.toThrow(
+      new RangeError('ms must be a finite number >= 0, got -1'),
+    );
+    await expect(server.debugSleep(Number.POSITIVE_INFINITY)).rejects.toThrow('got Infinity');
+  });
+
+  it('refuses a start timeout that is not a positive integer, naming it', async () => {
+    await expect(startRedis({ startTimeout: 0 })).rejects.toThrow(
+      'startTimeout must be an integer >= 1, got 0',
+    );
+  });
+
+  it('pause() on a killed server throws naming the port', async () => {
+    const server = await useRedis();
+    await server.kill();
+    expect(() => server.pause()).toThrow(`redis-server on port ${server.port} is not running`);
+  });
+
+  it('debugSleep() blocks every client until the sleep ends', async () => {
+    const server = await useRedis();
+    const probe = server.client({ commandTimeout: 100 });
+    expect(await probe.ping()).toBe('PONG');
+    let slept = false;
+    const sleeping = server.debugSleep(2_000).then(() => {
+      slept = true;
+    });
+    // The 2 s sleep leaves a wide margin to observe a probe timing out.
+    await waitFor('a PING to time out', () =>
+      probe.ping().then(
+        () => false,
+        () => true,
+      ),
+    );
+    expect(slept).toBe(false);
+    await sleeping;
+    expect(await server.client().ping()).toBe('PONG');
+  });
+});
+
+describe('a missing redis-server', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('REDIS_SERVER_BIN naming a missing file fails with one line naming the path', async () => {
+    vi.stubEnv('REDIS_SERVER_BIN', '/nonexistent/redis-server');
+    const failure = startRedis();
+    await expect(failure).rejects.toBeInstanceOf(RedisServerNotFoundError);
+    await expect(failure).rejects.toThrow(
+      /^redis-server not found at REDIS_SERVER_BIN=\/nonexistent\/redis-server: install/,
+    );
+    await expect(failure).rejects.toThrow(/^[^\n]+$/);
+  });
+
+  it('no redis-server on PATH fails with one line saying how to install it', async () => {
+    vi.stubEnv('REDIS_SERVER_BIN', '');
+    vi.stubEnv('PATH', '/nonexistent');
+    const failure = startRedis();
+    await expect(failure).rejects.toThrow(
+      /^redis-server not found on PATH: install it .*apt-get install -y redis-server[^\n]*$/,
+    );
+  });
+});
