@@ -1,11 +1,3 @@
-import { defineConfig } from 'tsup';
+import { libraryBuild } from '../../tooling/tsup.shared.ts';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  target: 'node20',
-  sourcemap: true,
-  clean: true,
-  loader: { '.lua': 'text' },
-});
+export default libraryBuild(['src/index.ts']);

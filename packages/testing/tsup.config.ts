@@ -1,13 +1,7 @@
-import { defineConfig } from 'tsup';
+import { libraryBuild } from '../../tooling/tsup.shared.ts';
 
-export default defineConfig({
-  entry: { index: 'src/index.ts', vitest: 'src/vitest/index.ts' },
-  format: ['esm', 'cjs'],
-  dts: true,
-  target: 'node20',
-  sourcemap: true,
-  clean: true,
+export default libraryBuild(
+  { index: 'src/index.ts', vitest: 'src/vitest/index.ts' },
   // One copy of the process registry, also in CommonJS, when both entries are loaded.
-  splitting: true,
-  loader: { '.lua': 'text' },
-});
+  { splitting: true },
+);

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   AcquireTimeoutError,
+  type EngineOptions,
   InvalidKeyError,
   InvalidOptionError,
   type Lock,
@@ -24,8 +25,8 @@ export interface ContractTarget {
   readonly locker: Locker;
   /** A second locker on the same Redis, standing for another process. */
   readonly other: Locker;
-  /** Makes one more locker with these engine options (for ttl/retry variants); closed by the caller's `close`. */
-  readonly make: (options: { ttl?: number; retry?: { base: number; max: number; jitter: number } }) => Locker;
+  /** Makes one more locker with these engine options (for ttl/retry variants); closed by the target's `close`. */
+  readonly make: (options: EngineOptions) => Locker;
   /** Clients whose keyspaces the lock keys live in, scanned for keys without a TTL. */
   readonly clients: readonly RedisClient[];
   /** Keys that may legitimately lack a TTL (fence counters). */

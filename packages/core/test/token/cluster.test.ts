@@ -1,28 +1,17 @@
-import { createLocker, InvalidKeyError, type Locker } from '@lock/core';
+import { createLocker, InvalidKeyError } from '@lock/core';
 import { startCluster } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { describeLockerContract } from '../contract/contract.js';
+import { lockerTarget } from '../contract/target.js';
 
 describeLockerContract('token protocol on a 3-master cluster (sharded pub/sub)', async () => {
   const cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
   const redis = cluster.client();
-  const made: Locker[] = [];
-  const make = (options: object = {}) => {
-    const locker = createLocker({ redis, ...options });
-    made.push(locker);
-    return locker;
-  };
-  return {
-    locker: make(),
-    other: make(),
-    make,
+  return lockerTarget({
+    create: (overrides) => createLocker({ redis, ...overrides }),
     clients: [redis],
-    counters: /:fence$/,
-    async close() {
-      await Promise.all(made.map((l) => l.close()));
-      await cluster.stop();
-    },
-  };
+    stop: () => cluster.stop(),
+  });
 });
 
 describe('token protocol on a cluster: key layout', () => {

@@ -1,28 +1,17 @@
-import { createLocker, type Locker } from '@lock/core';
+import { createLocker } from '@lock/core';
 import { startSentinel } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { describeLockerContract } from '../contract/contract.js';
+import { lockerTarget } from '../contract/target.js';
 
 describeLockerContract('token protocol behind sentinels (WAIT gating on by default)', async () => {
   const sentinel = await startSentinel({ replicas: 1, sentinels: 3 });
   const redis = sentinel.client();
-  const made: Locker[] = [];
-  const make = (options: object = {}) => {
-    const locker = createLocker({ redis, ...options });
-    made.push(locker);
-    return locker;
-  };
-  return {
-    locker: make(),
-    other: make(),
-    make,
+  return lockerTarget({
+    create: (overrides) => createLocker({ redis, ...overrides }),
     clients: [redis],
-    counters: /:fence$/,
-    async close() {
-      await Promise.all(made.map((l) => l.close()));
-      await sentinel.stop();
-    },
-  };
+    stop: () => sentinel.stop(),
+  });
 });
 
 describe('planned failover', () => {
