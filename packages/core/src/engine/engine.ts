@@ -201,6 +201,8 @@ class Engine implements Locker {
   }
 
   async release(hold: Hold): Promise<void> {
+    // close() already gave up every hold; a handle released afterwards has nothing left to undo.
+    if (hold.handles === 0) return;
     hold.handles -= 1;
     if (hold.lost) {
       if (hold.handles === 0) this.forget(hold);

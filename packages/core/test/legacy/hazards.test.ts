@@ -1,32 +1,22 @@
 import { legacyProtocol } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { useRedis } from './fixture.js';
 import { OldAlgorithmPeer } from './old-peer.js';
 
 // Each hazard of the old SETNX + GETSET algorithm is first committed by a scripted old-algorithm
 // client, then the same situation is given to our protocol, which must not commit it.
 
-let server: RedisServer;
-let redis: Redis;
 const legacy = legacyProtocol({ unit: 'ms', skewMargin: 2_000 });
 
-beforeAll(async () => {
-  server = await startRedis();
-  redis = server.client();
-});
-afterAll(() => server.stop());
-beforeEach(async () => {
-  await redis.flushall();
-});
+const t = useRedis();
 afterEach(() => {
   vi.useRealTimers();
 });
 
 describe('takeover of a live lock by a client whose clock runs ahead', () => {
   it('the old algorithm hands the lock to a second client while the first still holds it', async () => {
-    const holder = new OldAlgorithmPeer(redis, 'k', 10_000);
-    const ahead = new OldAlgorithmPeer(redis, 'k', 10_000);
+    const holder = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+    const ahead = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     ahead.clockOffset = 20_000;
     expect(await holder.tryAcquire()).toBe(true);
     expect(await ahead.tryAcquire()).toBe(true);
@@ -35,19 +25,19 @@ describe('takeover of a live lock by a client whose clock runs ahead', () => {
   });
 
   it('our side ignores the client clock and refuses the live lock', async () => {
-    const holder = new OldAlgorithmPeer(redis, 'k', 10_000);
+    const holder = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     expect(await holder.tryAcquire()).toBe(true);
-    const value = await redis.get('k');
+    const value = await t.redis.get('k');
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now() + 3_600_000);
-    const reply = await legacy.acquire(redis, 'k', 'ours', 10_000);
+    const reply = await legacy.acquire(t.redis, 'k', 'ours', 10_000);
     expect(reply.acquired).toBe(false);
-    expect(await redis.get('k')).toBe(value);
+    expect(await t.redis.get('k')).toBe(value);
   });
 
   it('our side never takes over a key that has a TTL, however stale its value', async () => {
-    await redis.set('k', String(Date.now() - 3_600_000), 'PX', 5_000);
-    const reply = await legacy.acquire(redis, 'k', 'ours', 10_000);
+    await t.redis.set('k', String(Date.now() - 3_600_000), 'PX', 5_000);
+    const reply = await legacy.acquire(t.redis, 'k', 'ours', 10_000);
     expect(reply).toMatchObject({ acquired: false });
     if (reply.acquired) throw new Error('taken over');
     expect(reply.remaining).toBeGreaterThan(4_000);
@@ -57,9 +47,9 @@ describe('takeover of a live lock by a client whose clock runs ahead', () => {
 
 describe('two clients taking over the same stale TTL-less key', () => {
   it('the old algorithm (DEL then SETNX, as the docs warn) gives two holders', async () => {
-    await redis.set('k', String(Date.now() - 60_000));
-    const c1 = new OldAlgorithmPeer(redis, 'k', 10_000);
-    const c2 = new OldAlgorithmPeer(redis, 'k', 10_000);
+    await t.redis.set('k', String(Date.now() - 60_000));
+    const c1 = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+    const c2 = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     // Both read the stale timestamp before either acts.
     expect(await c1.stillMine()).toBe(false);
     expect(await c2.stillMine()).toBe(false);
@@ -71,80 +61,80 @@ describe('two clients taking over the same stale TTL-less key', () => {
 
   it('the old algorithm (GETSET) lets the loser overwrite the winner’s deadline', async () => {
     const stale = String(Date.now() - 60_000);
-    await redis.set('k', stale);
-    const winner = new OldAlgorithmPeer(redis, 'k', 10_000);
-    const loser = new OldAlgorithmPeer(redis, 'k', 30_000);
+    await t.redis.set('k', stale);
+    const winner = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+    const loser = new OldAlgorithmPeer(t.redis, 'k', 30_000);
     expect(await winner.tryAcquire()).toBe(true);
-    const written = await redis.get('k');
+    const written = await t.redis.get('k');
     // The loser read the stale value before the winner's GETSET, then runs its own GETSET.
-    expect(await redis.getset('k', String(loser.now() + 30_001))).toBe(written);
-    expect(await redis.get('k')).not.toBe(written);
+    expect(await t.redis.getset('k', String(loser.now() + 30_001))).toBe(written);
+    expect(await t.redis.get('k')).not.toBe(written);
   });
 
   it('our side: of many simultaneous takeovers exactly one wins and its value stands', async () => {
-    await redis.set('k', String(Date.now() - 60_000));
-    const clients = Array.from({ length: 8 }, () => server.client());
+    await t.redis.set('k', String(Date.now() - 60_000));
+    const clients = Array.from({ length: 8 }, () => t.server.client());
     const replies = await Promise.all(clients.map((c, i) => legacy.acquire(c, 'k', `o${i}`, 10_000)));
     const winners = replies.filter((reply) => reply.acquired);
     expect(winners).toHaveLength(1);
     const [winner] = winners;
     if (!winner?.acquired) throw new Error('no winner');
-    expect(await redis.get('k')).toBe(winner.token);
-    expect(await redis.pttl('k')).toBeGreaterThan(9_000);
+    expect(await t.redis.get('k')).toBe(winner.token);
+    expect(await t.redis.pttl('k')).toBeGreaterThan(9_000);
     for (const client of clients) client.disconnect();
   });
 
   it('our side takes over a TTL-less key only once it is stale past the skew margin', async () => {
-    await redis.set('k', String(Date.now() - 500));
-    expect((await legacy.acquire(redis, 'k', 'ours', 10_000)).acquired).toBe(false);
-    await redis.set('k', String(Date.now() - 10_000));
-    expect((await legacy.acquire(redis, 'k', 'ours', 10_000)).acquired).toBe(true);
+    await t.redis.set('k', String(Date.now() - 500));
+    expect((await legacy.acquire(t.redis, 'k', 'ours', 10_000)).acquired).toBe(false);
+    await t.redis.set('k', String(Date.now() - 10_000));
+    expect((await legacy.acquire(t.redis, 'k', 'ours', 10_000)).acquired).toBe(true);
   });
 });
 
 describe('check-then-DEL releasing someone else’s lock', () => {
   it('the old algorithm deletes the lock of the client that took over meanwhile', async () => {
-    const a = new OldAlgorithmPeer(redis, 'k', 10_000);
-    const b = new OldAlgorithmPeer(redis, 'k', 10_000);
+    const a = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+    const b = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     expect(await a.tryAcquire()).toBe(true);
     expect(await a.stillMine()).toBe(true);
     // A stalls between its check and its DEL; its lock expires and B takes it over.
     b.clockOffset = 11_000;
     expect(await b.tryAcquire()).toBe(true);
     await a.del();
-    expect(await redis.exists('k')).toBe(0);
+    expect(await t.redis.exists('k')).toBe(0);
   });
 
   it('our side releases only the value it wrote, leaving the new holder’s lock intact', async () => {
-    const ours = await legacy.acquire(redis, 'k', 'ours', 10_000);
+    const ours = await legacy.acquire(t.redis, 'k', 'ours', 10_000);
     if (!ours.acquired) throw new Error('not acquired');
-    const b = new OldAlgorithmPeer(redis, 'k', 10_000);
+    const b = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     b.clockOffset = 11_000;
     expect(await b.tryAcquire()).toBe(true);
-    const theirs = await redis.get('k');
-    expect(await legacy.release(redis, 'k', 'ours', ours.token)).toBe('not-owner');
-    expect(await legacy.extend(redis, 'k', 'ours', ours.token, 10_000)).toBeNull();
-    expect(await redis.get('k')).toBe(theirs);
+    const theirs = await t.redis.get('k');
+    expect(await legacy.release(t.redis, 'k', 'ours', ours.token)).toBe('not-owner');
+    expect(await legacy.extend(t.redis, 'k', 'ours', ours.token, 10_000)).toBeNull();
+    expect(await t.redis.get('k')).toBe(theirs);
   });
 });
 
 describe('a key left without a TTL', () => {
   it('the old algorithm leaves every lock without a TTL, so a crashed holder blocks until a takeover', async () => {
-    const crashed = new OldAlgorithmPeer(redis, 'k', 10_000);
+    const crashed = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     expect(await crashed.tryAcquire()).toBe(true);
-    expect(await redis.pttl('k')).toBe(-1);
+    expect(await t.redis.pttl('k')).toBe(-1);
   });
 
   it('our side sets a TTL on every write: acquire, takeover and extend; bad ttls write nothing', async () => {
-    const fresh = await legacy.acquire(redis, 'fresh', 'ours', 5_000);
+    const fresh = await legacy.acquire(t.redis, 'fresh', 'ours', 5_000);
     if (!fresh.acquired) throw new Error('not acquired');
-    await redis.set('stale', String(Date.now() - 60_000));
-    expect((await legacy.acquire(redis, 'stale', 'ours', 5_000)).acquired).toBe(true);
-    expect(await legacy.extend(redis, 'fresh', 'ours', fresh.token, 7_000)).not.toBeNull();
-    await expect(legacy.acquire(redis, 'bad', 'ours', 1.5)).rejects.toThrow(/"ttl": 1.5/);
+    await t.redis.set('stale', String(Date.now() - 60_000));
+    expect((await legacy.acquire(t.redis, 'stale', 'ours', 5_000)).acquired).toBe(true);
+    expect(await legacy.extend(t.redis, 'fresh', 'ours', fresh.token, 7_000)).not.toBeNull();
+    await expect(legacy.acquire(t.redis, 'bad', 'ours', 1.5)).rejects.toThrow(/"ttl": 1.5/);
     // Only the fence counters lack a TTL; the lock keys and their owner records all have one.
-    const timed = (await redis.keys('*')).filter((key) => !key.endsWith(':fence'));
+    const timed = (await t.redis.keys('*')).filter((key) => !key.endsWith(':fence'));
     expect(timed.sort()).toEqual(['fresh', 'stale', '{fresh}:owner', '{stale}:owner']);
-    for (const key of timed) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    for (const key of timed) expect(await t.redis.pttl(key)).toBeGreaterThan(0);
   });
 });

@@ -1,177 +1,161 @@
 import { InvalidKeyError, InvalidOptionError, legacyProtocol } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { serverSeconds, useRedis } from './fixture.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = server.client();
-});
-afterAll(() => server.stop());
-beforeEach(async () => {
-  await redis.flushall();
-});
-
-async function serverSeconds(): Promise<number> {
-  const [seconds] = await redis.time();
-  return Number(seconds);
-}
+const t = useRedis();
 
 describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
   const legacy = legacyProtocol({ unit: 'ms' });
 
   it('writes a plain string holding now + ttl in ms, with a matching PTTL, and a fence', async () => {
     const before = Date.now();
-    const reply = await legacy.acquire(redis, 'lock.foo', 'a', 5_000);
+    const reply = await legacy.acquire(t.redis, 'lock.foo', 'a', 5_000);
     expect(reply).toMatchObject({ acquired: true, fence: 1, holds: 1 });
     if (!reply.acquired) throw new Error('not acquired');
-    expect(await redis.type('lock.foo')).toBe('string');
-    const value = await redis.get('lock.foo');
+    expect(await t.redis.type('lock.foo')).toBe('string');
+    const value = await t.redis.get('lock.foo');
     expect(value).toBe(reply.token);
     expect(value).toMatch(/^\d{13}$/);
     // Loopback server and test share one host clock: allow a generous second either side.
     expect(Number(value)).toBeGreaterThanOrEqual(before + 5_000 - 1_000);
     expect(Number(value)).toBeLessThanOrEqual(Date.now() + 5_000 + 1_000);
-    const pttl = await redis.pttl('lock.foo');
+    const pttl = await t.redis.pttl('lock.foo');
     expect(pttl).toBeGreaterThan(4_000);
     expect(pttl).toBeLessThanOrEqual(5_000);
   });
 
   it('refuses a held lock with its remaining PTTL and hands out strictly increasing fences', async () => {
-    const first = await legacy.acquire(redis, 'k', 'a', 5_000);
-    const refused = await legacy.acquire(redis, 'k', 'b', 5_000);
+    const first = await legacy.acquire(t.redis, 'k', 'a', 5_000);
+    const refused = await legacy.acquire(t.redis, 'k', 'b', 5_000);
     expect(refused.acquired).toBe(false);
     if (refused.acquired || !first.acquired) throw new Error('unexpected');
     expect(refused.remaining).toBeGreaterThan(4_000);
-    await legacy.release(redis, 'k', 'a', first.token);
-    const second = await legacy.acquire(redis, 'k', 'b', 5_000);
+    await legacy.release(t.redis, 'k', 'a', first.token);
+    const second = await legacy.acquire(t.redis, 'k', 'b', 5_000);
     if (!second.acquired) throw new Error('not acquired');
     expect(second.fence).toBeGreaterThan(first.fence);
   });
 
   it('releases only the value it wrote and publishes the release', async () => {
-    const listener = server.client();
+    const listener = t.server.client();
     const messages: string[] = [];
     await listener.subscribe(legacy.channel('k', 'w'));
     listener.on('message', (_channel, message) => messages.push(message));
-    const held = await legacy.acquire(redis, 'k', 'a', 5_000);
+    const held = await legacy.acquire(t.redis, 'k', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    expect(await legacy.release(redis, 'k', 'a', '123')).toBe('not-owner');
-    expect(await redis.get('k')).toBe(held.token);
-    expect(await legacy.release(redis, 'k', 'a', held.token)).toBe('released');
-    expect(await redis.exists('k')).toBe(0);
-    expect(await legacy.release(redis, 'k', 'a', held.token)).toBe('not-owner');
+    expect(await legacy.release(t.redis, 'k', 'a', '123')).toBe('not-owner');
+    expect(await t.redis.get('k')).toBe(held.token);
+    expect(await legacy.release(t.redis, 'k', 'a', held.token)).toBe('released');
+    expect(await t.redis.exists('k')).toBe(0);
+    expect(await legacy.release(t.redis, 'k', 'a', held.token)).toBe('not-owner');
     await expect.poll(() => messages).toEqual(['released']);
     expect(legacy.isReleaseMessage?.('released')).toBe(true);
     listener.disconnect();
   });
 
   it('extends by rewriting value and TTL, answers the new token, and never re-creates a key', async () => {
-    const held = await legacy.acquire(redis, 'k', 'a', 1_000);
+    const held = await legacy.acquire(t.redis, 'k', 'a', 1_000);
     if (!held.acquired) throw new Error('not acquired');
-    const token = await legacy.extend(redis, 'k', 'a', held.token, 60_000);
+    const token = await legacy.extend(t.redis, 'k', 'a', held.token, 60_000);
     expect(token).not.toBeNull();
     expect(token).not.toBe(held.token);
-    expect(await redis.get('k')).toBe(token);
-    expect(await redis.pttl('k')).toBeGreaterThan(59_000);
+    expect(await t.redis.get('k')).toBe(token);
+    expect(await t.redis.pttl('k')).toBeGreaterThan(59_000);
     expect(Number(token) - Number(held.token)).toBeGreaterThanOrEqual(59_000);
-    expect(await legacy.extend(redis, 'k', 'a', held.token, 60_000)).toBeNull();
-    await redis.del('k');
-    expect(await legacy.extend(redis, 'k', 'a', token!, 60_000)).toBeNull();
-    expect(await redis.exists('k')).toBe(0);
+    expect(await legacy.extend(t.redis, 'k', 'a', held.token, 60_000)).toBeNull();
+    await t.redis.del('k');
+    expect(await legacy.extend(t.redis, 'k', 'a', token!, 60_000)).toBeNull();
+    expect(await t.redis.exists('k')).toBe(0);
   });
 
   it('renews many locks at once, each only with its own token', async () => {
-    const a = await legacy.acquire(redis, 'a', 'o', 1_000);
-    const b = await legacy.acquire(redis, 'b', 'o', 1_000);
+    const a = await legacy.acquire(t.redis, 'a', 'o', 1_000);
+    const b = await legacy.acquire(t.redis, 'b', 'o', 1_000);
     if (!a.acquired || !b.acquired) throw new Error('not acquired');
     const renewed = await legacy.extendMany!(
-      redis,
+      t.redis,
       [
         { resource: 'a', owner: 'o', token: a.token },
         { resource: 'b', owner: 'o', token: 'not-ours' },
       ],
       30_000,
     );
-    expect(renewed[0]).toBe(await redis.get('a'));
+    expect(renewed[0]).toBe(await t.redis.get('a'));
     expect(renewed[1]).toBeNull();
-    expect(await redis.pttl('a')).toBeGreaterThan(29_000);
-    expect(await redis.pttl('b')).toBeLessThanOrEqual(1_000);
+    expect(await t.redis.pttl('a')).toBeGreaterThan(29_000);
+    expect(await t.redis.pttl('b')).toBeLessThanOrEqual(1_000);
   });
 
   it('inspects without changing anything', async () => {
-    expect(await legacy.inspect(redis, 'k')).toEqual({
+    expect(await legacy.inspect(t.redis, 'k')).toEqual({
       held: false,
       ttl: null,
       owner: null,
       fence: null,
       holds: 0,
     });
-    const held = await legacy.acquire(redis, 'k', 'a', 5_000);
+    const held = await legacy.acquire(t.redis, 'k', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    const seen = await legacy.inspect(redis, 'k');
+    const seen = await legacy.inspect(t.redis, 'k');
     expect(seen).toMatchObject({ held: true, owner: 'a', fence: held.fence, holds: 1 });
     expect(seen.ttl).toBeGreaterThan(4_000);
-    expect(await redis.get('k')).toBe(held.token);
+    expect(await t.redis.get('k')).toBe(held.token);
   });
 
   it('re-enters for the same owner only, counting holds beside the key, and frees on the last release', async () => {
-    const first = await legacy.acquire(redis, 'k', 'a', 5_000);
+    const first = await legacy.acquire(t.redis, 'k', 'a', 5_000);
     if (!first.acquired) throw new Error('not acquired');
-    expect((await legacy.acquire(redis, 'k', 'b', 5_000)).acquired).toBe(false);
-    const again = await legacy.acquire(redis, 'k', 'a', 1_000);
+    expect((await legacy.acquire(t.redis, 'k', 'b', 5_000)).acquired).toBe(false);
+    const again = await legacy.acquire(t.redis, 'k', 'a', 1_000);
     expect(again).toMatchObject({ acquired: true, fence: first.fence, holds: 2, token: first.token });
-    expect(await legacy.inspect(redis, 'k')).toMatchObject({ held: true, owner: 'a', holds: 2 });
-    expect(await legacy.release(redis, 'k', 'a', first.token)).toBe('held');
-    expect(await redis.get('k')).toBe(first.token);
-    expect(await legacy.release(redis, 'k', 'a', first.token)).toBe('released');
-    expect(await redis.keys('*')).toEqual(['{k}:fence']);
+    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: 'a', holds: 2 });
+    expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('held');
+    expect(await t.redis.get('k')).toBe(first.token);
+    expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('released');
+    expect(await t.redis.keys('*')).toEqual(['{k}:fence']);
   });
 
   it('a re-entry asking for a longer lease rewrites value and TTL together', async () => {
-    const first = await legacy.acquire(redis, 'k', 'a', 1_000);
-    const again = await legacy.acquire(redis, 'k', 'a', 60_000);
+    const first = await legacy.acquire(t.redis, 'k', 'a', 1_000);
+    const again = await legacy.acquire(t.redis, 'k', 'a', 60_000);
     if (!first.acquired || !again.acquired) throw new Error('not acquired');
     expect(again.holds).toBe(2);
     expect(Number(again.token)).toBeGreaterThan(Number(first.token));
-    expect(await redis.get('k')).toBe(again.token);
-    expect(await redis.pttl('k')).toBeGreaterThan(59_000);
-    expect(await redis.pttl('{k}:owner')).toBeGreaterThan(59_000);
+    expect(await t.redis.get('k')).toBe(again.token);
+    expect(await t.redis.pttl('k')).toBeGreaterThan(59_000);
+    expect(await t.redis.pttl('{k}:owner')).toBeGreaterThan(59_000);
   });
 
   it('does not count a re-entry once a legacy fleet has rewritten the value', async () => {
-    const first = await legacy.acquire(redis, 'k', 'a', 5_000);
+    const first = await legacy.acquire(t.redis, 'k', 'a', 5_000);
     if (!first.acquired) throw new Error('not acquired');
-    await redis.set('k', String(Date.now() + 5_000), 'KEEPTTL');
-    expect((await legacy.acquire(redis, 'k', 'a', 5_000)).acquired).toBe(false);
-    expect(await legacy.inspect(redis, 'k')).toMatchObject({ held: true, owner: null, holds: 1 });
+    await t.redis.set('k', String(Number(first.token) + 7), 'KEEPTTL');
+    expect((await legacy.acquire(t.redis, 'k', 'a', 5_000)).acquired).toBe(false);
+    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: null, holds: 1 });
   });
 
   it('reports a TTL-less key as held until it is stale past the skew margin', async () => {
-    await redis.set('fresh', String(Date.now() + 60_000));
-    expect(await legacy.inspect(redis, 'fresh')).toMatchObject({ held: true, ttl: -1 });
-    await redis.set('stale', String(Date.now() - 60_000));
-    expect(await legacy.inspect(redis, 'stale')).toMatchObject({ held: false, ttl: null });
+    await t.redis.set('fresh', String(Date.now() + 60_000));
+    expect(await legacy.inspect(t.redis, 'fresh')).toMatchObject({ held: true, ttl: -1 });
+    await t.redis.set('stale', String(Date.now() - 60_000));
+    expect(await legacy.inspect(t.redis, 'stale')).toMatchObject({ held: false, ttl: null });
   });
 
   it('surfaces another Redis type under the name as InvalidKeyError, before writing anything', async () => {
-    await redis.hset('k', 'owner', '1');
-    await expect(legacy.acquire(redis, 'k', 'a', 1_000)).rejects.toThrow(InvalidKeyError);
-    await expect(legacy.acquire(redis, 'k', 'a', 1_000)).rejects.toThrow(/another Redis type/);
-    await expect(legacy.inspect(redis, 'k')).rejects.toThrow(InvalidKeyError);
-    expect(await legacy.release(redis, 'k', 'a', '1')).toBe('not-owner');
-    expect(await legacy.extend(redis, 'k', 'a', '1', 1_000)).toBeNull();
-    expect(await redis.hgetall('k')).toEqual({ owner: '1' });
-    expect(await redis.keys('*')).toEqual(['k']);
+    await t.redis.hset('k', 'owner', '1');
+    await expect(legacy.acquire(t.redis, 'k', 'a', 1_000)).rejects.toThrow(InvalidKeyError);
+    await expect(legacy.acquire(t.redis, 'k', 'a', 1_000)).rejects.toThrow(/another Redis type/);
+    await expect(legacy.inspect(t.redis, 'k')).rejects.toThrow(InvalidKeyError);
+    expect(await legacy.release(t.redis, 'k', 'a', '1')).toBe('not-owner');
+    expect(await legacy.extend(t.redis, 'k', 'a', '1', 1_000)).toBeNull();
+    expect(await t.redis.hgetall('k')).toEqual({ owner: '1' });
+    expect(await t.redis.keys('*')).toEqual(['k']);
   });
 
   it('refuses a string that is not a decimal timestamp', async () => {
-    await redis.set('k', 'hello', 'EX', 60);
-    await expect(legacy.acquire(redis, 'k', 'a', 1_000)).rejects.toThrow(/not a decimal timestamp/);
-    expect(await redis.get('k')).toBe('hello');
+    await t.redis.set('k', 'hello', 'EX', 60);
+    await expect(legacy.acquire(t.redis, 'k', 'a', 1_000)).rejects.toThrow(/not a decimal timestamp/);
+    expect(await t.redis.get('k')).toBe('hello');
   });
 });
 
@@ -179,21 +163,21 @@ describe('legacy protocol in seconds (the PHP fleet)', () => {
   const legacy = legacyProtocol({ unit: 's' });
 
   it('writes integer seconds now + expire + 1 with a TTL of expire + 1', async () => {
-    const reply = await legacy.acquire(redis, 'lock_goods:300', 'a', 3_000);
+    const reply = await legacy.acquire(t.redis, 'lock_goods:300', 'a', 3_000);
     if (!reply.acquired) throw new Error('not acquired');
-    const now = await serverSeconds();
+    const now = await serverSeconds(t.redis);
     expect(reply.token).toMatch(/^\d{10}$/);
     // The server's second may tick between the script and our TIME call.
     expect([now + 4, now + 3]).toContain(Number(reply.token));
-    expect(await redis.ttl('lock_goods:300')).toBe(4);
+    expect(await t.redis.ttl('lock_goods:300')).toBe(4);
   });
 
   it('refuses a ttl that is not whole seconds, before any write', async () => {
     for (const ttl of [0, -1_000, 1_500, 999, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31 * 1_000]) {
-      await expect(legacy.acquire(redis, 'k', 'a', ttl)).rejects.toThrow(InvalidOptionError);
+      await expect(legacy.acquire(t.redis, 'k', 'a', ttl)).rejects.toThrow(InvalidOptionError);
     }
-    await expect(legacy.acquire(redis, 'k', 'a', 2_500)).rejects.toThrow(/"ttl": 2500/);
-    expect(await redis.dbsize()).toBe(0);
+    await expect(legacy.acquire(t.redis, 'k', 'a', 2_500)).rejects.toThrow(/"ttl": 2500/);
+    expect(await t.redis.dbsize()).toBe(0);
   });
 });
 
@@ -204,10 +188,10 @@ describe('legacy protocol inputs', () => {
     expect(() => legacyProtocol({ skewMargin: 0.5 })).toThrow(InvalidOptionError);
     const legacy = legacyProtocol();
     for (const ttl of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
-      await expect(legacy.acquire(redis, 'k', 'a', ttl)).rejects.toThrow(InvalidOptionError);
-      await expect(legacy.extend(redis, 'k', 'a', '1', ttl)).rejects.toThrow(InvalidOptionError);
+      await expect(legacy.acquire(t.redis, 'k', 'a', ttl)).rejects.toThrow(InvalidOptionError);
+      await expect(legacy.extend(t.redis, 'k', 'a', '1', ttl)).rejects.toThrow(InvalidOptionError);
     }
-    expect(await redis.dbsize()).toBe(0);
+    expect(await t.redis.dbsize()).toBe(0);
   });
 
   it('requires a {hash tag} on a cluster, where lock and fence must share a slot', () => {
@@ -221,12 +205,12 @@ describe('legacy protocol inputs', () => {
 
   it('keeps its fence in a TTL-less counter apart from the lock key', async () => {
     const legacy = legacyProtocol();
-    const held = await legacy.acquire(redis, 'lock.foo', 'a', 5_000);
+    const held = await legacy.acquire(t.redis, 'lock.foo', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    expect((await redis.keys('*')).sort()).toEqual(['lock.foo', '{lock.foo}:fence', '{lock.foo}:owner']);
-    expect(await redis.get('{lock.foo}:fence')).toBe('1');
-    expect(await redis.ttl('{lock.foo}:fence')).toBe(-1);
-    await legacy.acquire(redis, '{tag}:x', 'a', 5_000);
-    expect(await redis.exists('{tag}:x:fence')).toBe(1);
+    expect((await t.redis.keys('*')).sort()).toEqual(['lock.foo', '{lock.foo}:fence', '{lock.foo}:owner']);
+    expect(await t.redis.get('{lock.foo}:fence')).toBe('1');
+    expect(await t.redis.ttl('{lock.foo}:fence')).toBe(-1);
+    await legacy.acquire(t.redis, '{tag}:x', 'a', 5_000);
+    expect(await t.redis.exists('{tag}:x:fence')).toBe(1);
   });
 });

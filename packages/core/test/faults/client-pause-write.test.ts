@@ -1,0 +1,77 @@
+import { fileURLToPath } from 'node:url';
+import { createLocker, LockLostError } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { expect, it } from 'vitest';
+import { runContention } from '../support/contention.js';
+import { checkHistory } from '../support/history.js';
+
+const TTL = 1_000;
+const PAUSE = 1_500;
+
+it('S9: CLIENT PAUSE WRITE for 1.5x the ttl in the middle of 8x100: no overlap, exact witness, no grant during the pause', async () => {
+  await using locks = await startRedis();
+  // The witness lives on another server, so the pause stalls only the lock scripts.
+  await using witness = await startRedis();
+  const witnessClient = witness.client();
+  const run = runContention({
+    factory: fileURLToPath(new URL('./support/short-ttl-factory.ts', import.meta.url)),
+    config: { url: locks.url, ttl: TTL },
+    key: 'paused',
+    witnessUrl: witness.url,
+    witnessKey: 'witness',
+    workers: 8,
+    iterations: 100,
+  });
+  // Mid-run: once about a third of the 800 critical sections are done.
+  for (;;) {
+    const done = Number((await witnessClient.get('witness')) ?? '0');
+    if (done >= 250) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const pauseSent = process.hrtime.bigint();
+  await locks.client().call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
+  const pauseAcknowledged = process.hrtime.bigint();
+  const intervals = await run;
+
+  expect(checkHistory(intervals)).toEqual({ overlaps: 0, fenceRegressions: 0, intervals: 800 });
+  expect(await witnessClient.get('witness')).toBe('800');
+  // The server paused somewhere between pauseSent and pauseAcknowledged and resumed no
+  // earlier than pauseSent + PAUSE. A grant answered just before the pause may still be
+  // recorded by its worker shortly after it; 200 ms covers that scheduling delay.
+  const quietFrom = pauseAcknowledged + 200_000_000n;
+  const quietUntil = pauseSent + BigInt(PAUSE) * 1_000_000n;
+  const grantedDuringPause = intervals.filter((i) => i.start > quietFrom && i.start < quietUntil);
+  expect(grantedDuringPause).toEqual([]);
+  // The pause really hit the run: the history has a stall of (almost) its whole length.
+  const starts = intervals.map((i) => i.start).sort((a, b) => (a < b ? -1 : 1));
+  const longestGap = starts.slice(1).reduce((gap, start, i) => {
+    const step = start - starts[i]!;
+    return step > gap ? step : gap;
+  }, 0n);
+  expect(Number(longestGap / 1_000_000n)).toBeGreaterThanOrEqual(PAUSE - 300);
+}, 60_000);
+
+it('S9: an acquisition whose reply comes back after its validity ended is not handed out as held', async () => {
+  await using server = await startRedis();
+  const locker = createLocker({ redis: server.client() });
+  const admin = server.client();
+  // The acquire script is sent at once but runs only when the pause ends, 1.5 leases later.
+  await admin.call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
+  const outcome = await locker.acquire('stale-grant', { ttl: TTL, wait: 5_000 }).then(
+    (lock) => ({ lock, returnedAt: performance.now() }),
+    (error: unknown) => ({ error }),
+  );
+  if ('lock' in outcome) {
+    // A handle is only acceptable if it is still valid when the caller gets it.
+    expect(outcome.lock.validUntil).toBeGreaterThan(outcome.returnedAt);
+    expect(() => outcome.lock.assertHeld()).not.toThrow(LockLostError);
+    await outcome.lock.release();
+  } else {
+    expect(outcome.error).toBeInstanceOf(Error);
+  }
+  // Whatever the outcome, no orphan: nothing is held by an owner that does not believe it holds.
+  const held = await locker.inspect('stale-grant');
+  if ('lock' in outcome) expect(held.held).toBe(false);
+  else expect(held.held).toBe(false);
+  await locker.close();
+}, 20_000);

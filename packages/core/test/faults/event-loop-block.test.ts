@@ -1,0 +1,59 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createLocker, LockLostError } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { expect, it } from 'vitest';
+import { startHolder } from './support/processes.js';
+import { blockEventLoop } from './support/stats.js';
+
+it('S7: a holder whose event loop was blocked past its lease finds it lost before writing, renews nothing, and leaves the new holder alone', async () => {
+  await using server = await startRedis();
+  const redis = server.client();
+  const holder = createLocker({ redis, ttl: 600 });
+  const renewals: boolean[] = [];
+  const onExtend = (message: unknown) => renewals.push((message as { renewal: boolean }).renewal);
+  subscribe('lock:extend', onExtend);
+  try {
+    const lock = await holder.acquire('blocked');
+    const rival = startHolder({ url: server.url, key: 'blocked', ttl: 30_000, wait: 20_000 });
+    // The watchdog keeps the lock while the rival starts (about a second), so it waits.
+    await rival.line((line) => line === 'ready');
+    expect(lock.signal.aborted).toBe(false);
+
+    // 1.5 s = 2.5 leases: no renewal can run, the key expires and the rival (another
+    // process, so not blocked) takes it meanwhile.
+    blockEventLoop(1_500);
+    // Still inside the same synchronous run: no timer or reply has been processed yet, so
+    // this is the check a holder makes before its next write.
+    let write = 'not attempted';
+    expect(() => {
+      lock.assertHeld();
+      write = 'attempted';
+    }).toThrow(LockLostError);
+    expect(write).toBe('not attempted');
+    expect(lock.signal.aborted).toBe(true);
+    expect((lock.signal.reason as LockLostError).reason).toBe('expired');
+
+    const taken = JSON.parse(await rival.line((line) => line.startsWith('{'))) as {
+      owner: string;
+      fence: number;
+    };
+    expect(taken.fence).toBeGreaterThan(lock.fence);
+    const renewalsBefore = renewals.length;
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+    // Longer than two renewal intervals (ttl/3): a watchdog still renewing would show here.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(renewals.length).toBe(renewalsBefore);
+    const seen = await holder.inspect('blocked');
+    expect(seen.owner).toBe(taken.owner);
+    expect(seen.holds).toBe(1);
+    // The rival's 30 s lease is untouched: nothing reset it to the holder's 600 ms.
+    expect(seen.ttl).toBeGreaterThan(20_000);
+    await lock.release();
+    expect((await holder.inspect('blocked')).owner).toBe(taken.owner);
+    expect(await rival.finish()).toBe(0);
+    expect(await holder.isLocked('blocked')).toBe(false);
+  } finally {
+    unsubscribe('lock:extend', onExtend);
+    await holder.close();
+  }
+});
