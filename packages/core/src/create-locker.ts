@@ -3,6 +3,7 @@ import { createEngine, ENGINE_OPTIONS, type EngineOptions } from './engine/engin
 import { refuseUnknown } from './engine/options.js';
 import { InvalidOptionError } from './errors.js';
 import type { LockProtocol, RedisClient } from './protocol.js';
+import { legacyProtocol } from './protocols/legacy/legacy.js';
 import { tokenProtocol } from './protocols/token/token.js';
 import type { Locker, ReplicationOptions } from './types.js';
 
@@ -10,8 +11,11 @@ import type { Locker, ReplicationOptions } from './types.js';
 export interface LockerOptions extends EngineOptions {
   /** The connection: an ioredis `Redis` (standalone or sentinel-backed) or `Cluster`. Never closed by the locker. */
   readonly redis: RedisClient;
-  /** The wire format. Default: the token protocol (`tokenProtocol()`). */
-  readonly protocol?: LockProtocol;
+  /**
+   * The wire format: a `LockProtocol`, or `'token'` / `'legacy'` (the legacy timestamp lock in
+   * ms, as `legacyProtocol()`). Default: `'token'`.
+   */
+  readonly protocol?: LockProtocol | 'token' | 'legacy';
   /**
    * WAIT gating after each acquisition: `'auto'` (one replica within 250 ms when the server has
    * replicas), `false`, or `{ replicas, timeout }`. Default: `'auto'`.
@@ -30,8 +34,16 @@ export function createLocker(options: LockerOptions): Locker {
   }
   const backend = singleBackend(
     redis,
-    protocol ?? tokenProtocol(),
+    protocolOf(protocol),
     replication === undefined ? {} : { replication },
   );
   return createEngine(backend, engine);
+}
+
+function protocolOf(protocol: LockerOptions['protocol']): LockProtocol {
+  if (protocol === undefined || protocol === 'token') return tokenProtocol();
+  if (protocol === 'legacy') return legacyProtocol();
+  if (typeof protocol === 'object' && protocol !== null && typeof protocol.acquire === 'function')
+    return protocol;
+  throw new InvalidOptionError('protocol', protocol, "'token', 'legacy' or a LockProtocol");
 }

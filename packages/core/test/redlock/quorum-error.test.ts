@@ -66,6 +66,20 @@ describe('RedLock QuorumError', () => {
     expect(await ownersOn(nodes.clients, resource)).toEqual([null, 'other', null]);
   });
 
+  it('does not count a master as timed out because this process was stalled while its answer arrived', async () => {
+    const backend = backendOver(nodes.clients, { nodeTimeout: 20 });
+    const resource = freshKey('quorum-stall');
+    const warm = await backend.acquire(resource, 'me', 5_000);
+    if (warm.acquired) await backend.release(resource, 'me', warm.token);
+    // The commands are written before acquire() returns; then the event loop is blocked past the timeout.
+    const pending = backend.acquire(resource, 'me', 5_000);
+    const blockedUntil = performance.now() + 150;
+    while (performance.now() < blockedUntil) {
+      // busy: the answers arrive meanwhile, and the timers are already due when the loop resumes
+    }
+    expect(await pending).toMatchObject({ acquired: true });
+  });
+
   it('throws on release and inspect when too few masters answer to tell', async () => {
     const backend = backendOver(nodes.clients, { nodeTimeout: 200 });
     const resource = freshKey('quorum-release');

@@ -1,0 +1,41 @@
+import { createLocker, InvalidOptionError } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+describe('createLocker', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = server.client();
+  });
+  afterAll(() => server.stop());
+
+  it("names protocols by string: 'token' (the default) and 'legacy'", async () => {
+    const token = createLocker({ redis });
+    const legacy = createLocker({ redis, protocol: 'legacy', prefix: '' });
+    expect((await token.inspect('named')).protocol).toBe('token');
+    const lock = await legacy.acquire('legacy:named', { ttl: 5_000 });
+    expect(Number(await redis.get('legacy:named'))).toBeGreaterThan(Date.now());
+    expect((await legacy.inspect('legacy:named')).protocol).toBe('legacy');
+    await lock.release();
+    await token.close();
+    await legacy.close();
+  });
+
+  it('refuses a bad client, protocol or option before touching Redis', async () => {
+    const keys = await redis.dbsize();
+    expect(() => createLocker({ redis: {} as never })).toThrow(InvalidOptionError);
+    expect(() => createLocker({ redis, protocol: 'redlock' as never })).toThrow(
+      /invalid option "protocol": "redlock"/,
+    );
+    expect(() => createLocker({ redis, ttl: 0 })).toThrow(/invalid option "ttl": 0/);
+    expect(() => createLocker({ redis, retry: { base: 100, max: 10 } })).toThrow(/retry.max/);
+    expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
+      /replication.replicas/,
+    );
+    expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/invalid option "timeout"/);
+    expect(await redis.dbsize()).toBe(keys);
+  });
+});

@@ -1,0 +1,133 @@
+import {
+  type AcquireOptions,
+  createLocker,
+  InvalidKeyError,
+  InvalidOptionError,
+  type Locker,
+  type LockerOptions,
+} from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callsBetween, commandCalls } from './support/stats.js';
+
+const BAD_TTLS: unknown[] = [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '5', null];
+const BAD_WAITS: unknown[] = [-1, 1.5, Number.NaN, '5', null];
+const LONG_OWNER = 'o'.repeat(300);
+
+/** Cases as [option path, options, the bad value the error must name]. */
+const CALL_CASES: [string, Record<string, unknown>, unknown][] = [
+  ...BAD_TTLS.map((ttl): [string, Record<string, unknown>, unknown] => ['ttl', { ttl }, ttl]),
+  ...BAD_WAITS.map((wait): [string, Record<string, unknown>, unknown] => ['wait', { wait }, wait]),
+  ['retry.base', { retry: { base: -1 } }, -1],
+  ['retry.max', { retry: { max: -5 } }, -5],
+  ['retry.max', { retry: { base: 200, max: 100 } }, 100],
+  ['retry.jitter', { retry: { jitter: 2 } }, 2],
+  ['retry', { retry: null }, null],
+  ['backof', { retry: { backof: 5 } }, 5],
+  ['owner', { owner: '' }, ''],
+  ['owner', { owner: LONG_OWNER }, LONG_OWNER],
+  ['renew', { renew: 'yes' }, 'yes'],
+  ['signal', { signal: { aborted: false } }, { aborted: false }],
+  ['tll', { tll: 5_000 }, 5_000],
+];
+
+const LOCKER_CASES: [string, Record<string, unknown>, unknown][] = [
+  ...BAD_TTLS.map((ttl): [string, Record<string, unknown>, unknown] => ['ttl', { ttl }, ttl]),
+  ...BAD_WAITS.map((wait): [string, Record<string, unknown>, unknown] => ['wait', { wait }, wait]),
+  ['retry.max', { retry: { base: 200, max: 100 } }, 100],
+  ['retry.jitter', { retry: { jitter: 2 } }, 2],
+  ['prefix', { prefix: 42 }, 42],
+  ['prefix', { prefix: null }, null],
+  ['prefix', { prefix: ['lock:'] }, ['lock:']],
+  ['id', { id: '' }, ''],
+  ['id', { id: LONG_OWNER }, LONG_OWNER],
+  ['clock', { clock: 5 }, 5],
+  ['replication.replicas', { replication: { replicas: 0, timeout: 100 } }, 0],
+  ['tll', { tll: 5_000 }, 5_000],
+];
+
+function expectNamed(error: unknown, option: string, value: unknown): void {
+  expect(error).toBeInstanceOf(InvalidOptionError);
+  const invalid = error as InvalidOptionError;
+  expect(invalid.code).toBe('ERR_LOCK_INVALID_OPTION');
+  expect(invalid.option).toBe(option);
+  expect(invalid.value).toStrictEqual(value);
+  expect(invalid.message).toContain(`"${option}"`);
+  const shown = typeof value === 'string' ? JSON.stringify(value.slice(0, 80)).slice(0, -1) : String(value);
+  if (typeof value !== 'object' || value === null) expect(invalid.message).toContain(shown);
+}
+
+describe('S26: bad parameters are refused by name before anything reaches Redis', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let locker: Locker;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = server.client();
+    locker = createLocker({ redis });
+    // One lock taken and released, so the scripts are loaded and a fence exists: from here on
+    // every refused call must leave DBSIZE and the script counters exactly as they are.
+    await (await locker.acquire('warm', { ttl: 1_000 })).release();
+    return async () => {
+      await locker.close();
+      await server.stop();
+    };
+  });
+  afterAll(() => {});
+
+  async function nothingWritten(attempt: () => Promise<unknown>): Promise<unknown> {
+    const keys = await redis.dbsize();
+    const before = await commandCalls(redis);
+    const error = await attempt().then(
+      () => new Error('the call was accepted'),
+      (e: unknown) => e,
+    );
+    expect(await redis.dbsize()).toBe(keys);
+    expect(callsBetween(before, await commandCalls(redis), ['evalsha', 'eval'])).toBe(0);
+    return error;
+  }
+
+  it.each(CALL_CASES)('acquire refuses %s = %j', async (option, options, value) => {
+    expectNamed(await nothingWritten(() => locker.acquire('bad', options as AcquireOptions)), option, value);
+  });
+
+  it.each(CALL_CASES)('using refuses %s = %j and never runs the callback', async (option, options, value) => {
+    let ran = false;
+    const error = await nothingWritten(() =>
+      locker.using('bad', options as AcquireOptions, () => {
+        ran = true;
+      }),
+    );
+    expectNamed(error, option, value);
+    expect(ran).toBe(false);
+  });
+
+  it.each(LOCKER_CASES)('createLocker refuses %s = %j', async (option, options, value) => {
+    const error = await nothingWritten(async () => createLocker({ redis, ...options } as LockerOptions));
+    expectNamed(error, option, value);
+  });
+
+  it('tryAcquire refuses wait, which it does not take', async () => {
+    const error = await nothingWritten(() => locker.tryAcquire('bad', { wait: 5 } as AcquireOptions));
+    expectNamed(error, 'wait', 5);
+  });
+
+  it.each([
+    ['', ''],
+    ['5 000 bytes', 'k'.repeat(5_000)],
+    ['a number', 42],
+  ])('refuses the key %s with InvalidKeyError', async (_name, key) => {
+    const error = await nothingWritten(() => locker.acquire(key as string));
+    expect(error).toBeInstanceOf(InvalidKeyError);
+    expect((error as InvalidKeyError).key).toBe(key);
+  });
+
+  it.each([
+    ['acquire', () => locker.acquire('bad', null as unknown as AcquireOptions)],
+    ['tryAcquire', () => locker.tryAcquire('bad', null as unknown as AcquireOptions)],
+    ['using', () => locker.using('bad', null as unknown as AcquireOptions, () => {})],
+  ])('%s refuses null options with a typed error', async (_name, call) => {
+    expectNamed(await nothingWritten(call), 'options', null);
+  });
+});

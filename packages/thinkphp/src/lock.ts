@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  type Lock as HeldLock,
+  InvalidOptionError,
+  LockBusyError,
+  type Locker,
+  type RedisClient,
+} from '@lock/core';
+import type { ThinkEnv } from './env.js';
+import { clientFor, closeEnvClients, lockerFor } from './lockers.js';
+import { checkSettings, type LockSettings } from './settings.js';
+import { strictAcquire, strictRelease } from './strict.js';
+
+/** Options of a `Lock`. Give `redis` or `env`. */
+export interface LockOptions {
+  /** The connection (yours: never closed by the lock). */
+  readonly redis?: RedisClient;
+  /** ThinkPHP settings (`loadThinkEnv('.env')`): one shared connection per env; close with `Lock.disconnect()`. */
+  readonly env?: ThinkEnv;
+  /** Lease in whole seconds. Default: the class's `LOCK_EXPIRE` (3). */
+  readonly expire?: number;
+  /** Attempts per `lock()`. Default: the class's `LOCK_RETRY_MAX` (3). */
+  readonly retryMax?: number;
+  /** Pause between attempts in seconds. Default: the class's `LOCK_SLEEP` (0.3). */
+  readonly sleep?: number;
+  /**
+   * Reproduce the PHP class bug for bug: its two scripts with this host's clock, release that
+   * deletes only an already-expired value (whoever's), `sleep(0.3)` sleeping 0 s. UNSAFE: for
+   * teams that need exact parity only. Default: `false`.
+   */
+  readonly strict?: boolean;
+  /**
+   * Ms past its timestamp before a key without a TTL is taken over (default mode). Default: `2_000`.
+   */
+  readonly skewMargin?: number;
+  /** The host clock in whole Unix seconds, as PHP's `time()`; strict mode only. Default: from `Date.now()`. */
+  readonly time?: () => number;
+}
+
+const OPTION_NAMES = ['redis', 'env', 'expire', 'retryMax', 'sleep', 'strict', 'skewMargin', 'time'];
+
+/**
+ * The ThinkPHP service `Lock` of seed 001, sharing keys with PHP processes that run it. By
+ * default it writes what they read (integer Unix seconds `now + LOCK_EXPIRE + 1`, TTL
+ * `LOCK_EXPIRE + 1`) through the legacy protocol, with server time, owner-checked release,
+ * no takeover of a key that has a TTL, and a real jittered pause between attempts.
+ */
+export class Lock {
+  /** Lease in seconds. */
+  static LOCK_EXPIRE = 3;
+  /** Attempts per `lock()`. */
+  static LOCK_RETRY_MAX = 3;
+  /** Pause between attempts, in seconds. */
+  static LOCK_SLEEP = 0.3;
+
+  /** Per-instance overrides; they start from the options or the class's constants. */
+  LOCK_EXPIRE: number;
+  LOCK_RETRY_MAX: number;
+  LOCK_SLEEP: number;
+
+  private readonly redis: RedisClient;
+  /** The legacy-protocol locker of the default mode; null in strict mode. */
+  private readonly locker: Locker | null;
+  private readonly time: () => number;
+  private held: HeldLock | null = null;
+
+  constructor(
+    readonly key: string,
+    options: LockOptions,
+  ) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidOptionError('options', options, 'an object');
+    for (const name of Object.keys(options)) {
+      if (!OPTION_NAMES.includes(name))
+        throw new InvalidOptionError(name, options[name as keyof LockOptions], OPTION_NAMES.join(', '));
+    }
+    if (options.redis === undefined && options.env === undefined) {
+      throw new InvalidOptionError('redis', undefined, 'an ioredis client, or an `env` from loadThinkEnv()');
+    }
+    const constants = new.target as typeof Lock;
+    this.LOCK_EXPIRE = options.expire ?? constants.LOCK_EXPIRE;
+    this.LOCK_RETRY_MAX = options.retryMax ?? constants.LOCK_RETRY_MAX;
+    this.LOCK_SLEEP = options.sleep ?? constants.LOCK_SLEEP;
+    checkSettings(this.settings());
+    this.redis = options.redis ?? clientFor(options.env!);
+    this.locker = options.strict ? null : lockerFor(this.redis, options.skewMargin ?? 2_000);
+    this.time = options.time ?? (() => Math.floor(Date.now() / 1000));
+  }
+
+  /** The engine's handle while this lock holds (default mode): its `signal`, `fence`, `validUntil`. */
+  get handle(): HeldLock | null {
+    return this.held;
+  }
+
+  /** Up to `LOCK_RETRY_MAX` attempts; true when acquired. */
+  async lock(): Promise<boolean> {
+    const settings = checkSettings(this.settings());
+    return this.locker ? this.lockSafely(this.locker, settings) : this.lockStrict(settings);
+  }
+
+  /** Default mode: releases this lock's own hold only. Strict mode: the PHP release. */
+  async unlock(): Promise<void> {
+    if (!this.locker) {
+      await strictRelease(this.redis, this.key, this.time());
+      return;
+    }
+    const held = this.held;
+    this.held = null;
+    await held?.release();
+  }
+
+  /**
+   * Runs `fn` holding the lock and always unlocks; rejects with `LockBusyError` when `lock()`
+   * fails. `fn`'s own error is never replaced by an unlock error.
+   */
+  static async wrap<T>(
+    this: typeof Lock,
+    key: string,
+    fn: (lock: Lock) => Promise<T> | T,
+    options: LockOptions,
+  ): Promise<T> {
+    const lock = new this(key, options);
+    if (!(await lock.lock())) throw new LockBusyError(key, -1);
+    const [outcome] = await Promise.allSettled([(async () => fn(lock))()]);
+    const unlocked = lock.unlock();
+    if (outcome.status === 'fulfilled') {
+      await unlocked;
+      return outcome.value;
+    }
+    await unlocked.catch(() => {});
+    throw outcome.reason;
+  }
+
+  /** Closes the connections opened for `{ env }` locks. */
+  static disconnect(): Promise<void> {
+    return closeEnvClients();
+  }
+
+  private settings(): LockSettings {
+    return { expire: this.LOCK_EXPIRE, retryMax: this.LOCK_RETRY_MAX, sleep: this.LOCK_SLEEP };
+  }
+
+  private async lockSafely(
+    locker: Locker,
+    { expire, retryMax, sleep: pause }: LockSettings,
+  ): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      // A fresh owner per call: two Lock objects in one call chain must not re-enter each other.
+      const held = await locker.tryAcquire(this.key, { ttl: expire * 1_000, owner: randomUUID() });
+      if (held) {
+        this.held = held;
+        return true;
+      }
+      if (attempt >= retryMax) return false;
+      // ±25 % so that PHP and Node contenders do not retry in lockstep.
+      await sleep(pause * 1_000 * (0.75 + Math.random() * 0.5));
+    }
+  }
+
+  private async lockStrict({ expire, retryMax, sleep: pause }: LockSettings): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      const now = this.time();
+      const code = await strictAcquire(this.redis, this.key, expire, now);
+      if (code === 0) return true;
+      if (attempt >= retryMax) return false;
+      // PHP's sleep() takes whole seconds: sleep(0.3) sleeps 0 s (B7).
+      if (code === 2) await sleep(Math.trunc(pause) * 1_000);
+    }
+  }
+}

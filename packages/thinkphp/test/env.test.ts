@@ -1,0 +1,83 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InvalidOptionError } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { Lock, loadThinkEnv, parseThinkEnv, ThinkEnvError, thinkRedisOptions } from '@lock/thinkphp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const sample = `APP_DEBUG = true
+; a comment
+# another comment
+
+[REDIS]
+HOST = 127.0.0.1
+port = 6390
+Auth = "s3cret;pass"
+DATABASE = '2'
+
+[database]
+type = mysql
+`;
+
+describe('loadThinkEnv', () => {
+  it('reads INI sections as ThinkPHP Env::get does: dotted, case-insensitive names', () => {
+    const env = parseThinkEnv(sample, '.env', {});
+    expect(env.get('redis.host')).toBe('127.0.0.1');
+    expect(env.get('REDIS.PORT')).toBe('6390');
+    expect(env.get('Redis.Auth')).toBe('s3cret;pass');
+    expect(env.get('redis_database')).toBe('2');
+    expect(env.get('database.type')).toBe('mysql');
+    expect(env.get('app_debug')).toBe(true);
+    expect(env.get('redis.missing')).toBeUndefined();
+    expect(env.get('redis.missing', 'fallback')).toBe('fallback');
+  });
+
+  it('falls back to PHP_<NAME> process variables, as ThinkPHP does', () => {
+    const env = parseThinkEnv('', '.env', { PHP_REDIS_HOST: '10.0.0.5' });
+    expect(env.get('redis.host')).toBe('10.0.0.5');
+  });
+
+  it('refuses a line that is neither a setting nor a section, naming file and line', () => {
+    expect(() => parseThinkEnv('[REDIS]\nHOST 127.0.0.1\n', 'app/.env')).toThrow(ThinkEnvError);
+    expect(() => parseThinkEnv('[REDIS]\nHOST 127.0.0.1\n', 'app/.env')).toThrow(
+      /app\/\.env:2: .*"HOST 127\.0\.0\.1"/,
+    );
+  });
+
+  it('turns redis.* settings into ioredis options and refuses a bad port naming it', () => {
+    expect(thinkRedisOptions(parseThinkEnv(sample, '.env', {}))).toEqual({
+      host: '127.0.0.1',
+      port: 6390,
+      db: 2,
+      password: 's3cret;pass',
+    });
+    const bad = parseThinkEnv('[REDIS]\nPORT = 70000\n', '.env', {});
+    expect(() => thinkRedisOptions(bad)).toThrow(InvalidOptionError);
+    expect(() => thinkRedisOptions(bad)).toThrow(/"redis\.port": "70000"/);
+  });
+});
+
+describe('a Lock connected from a .env file', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await Lock.disconnect();
+    await server.stop();
+  });
+
+  it('locks on the server and database the file names', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thinkphp-env-'));
+    const path = join(dir, '.env');
+    writeFileSync(path, `[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\nAUTH =\nDATABASE = 3\n`);
+    const env = loadThinkEnv(path, {});
+    const lock = new Lock('lock_goods:300', { env });
+    expect(await lock.lock()).toBe(true);
+    const redis = server.client({ db: 3 });
+    expect(await redis.get('lock_goods:300')).toMatch(/^\d{10}$/);
+    await lock.unlock();
+    expect(await redis.exists('lock_goods:300')).toBe(0);
+  });
+});

@@ -1,0 +1,114 @@
+import { InvalidKeyError, InvalidOptionError, LockBusyError } from '@lock/core';
+import { Lock } from '@lock/thinkphp';
+import { describe, expect, it } from 'vitest';
+import { serverSeconds, useRedis } from '../../core/test/legacy/fixture.js';
+
+const t = useRedis();
+
+describe('Lock (default mode)', () => {
+  it('has the PHP constants, overridable per subclass and per instance', async () => {
+    expect([Lock.LOCK_EXPIRE, Lock.LOCK_RETRY_MAX, Lock.LOCK_SLEEP]).toEqual([3, 3, 0.3]);
+    class LongLock extends Lock {
+      static override LOCK_EXPIRE = 60;
+    }
+    expect(new LongLock('k', { redis: t.redis }).LOCK_EXPIRE).toBe(60);
+    expect(await LongLock.wrap('k', (lock) => lock.LOCK_EXPIRE, { redis: t.redis })).toBe(60);
+    expect(await t.redis.ttl('k')).toBe(-2);
+    const lock = new Lock('k', { redis: t.redis, retryMax: 5 });
+    lock.LOCK_SLEEP = 0.1;
+    expect([lock.LOCK_EXPIRE, lock.LOCK_RETRY_MAX, lock.LOCK_SLEEP]).toEqual([3, 5, 0.1]);
+  });
+
+  it('locks once: a second Lock object on the key is refused until the first unlocks', async () => {
+    const first = new Lock('k', { redis: t.redis });
+    const second = new Lock('k', { redis: t.redis, retryMax: 1 });
+    expect(await first.lock()).toBe(true);
+    expect(first.handle?.fence).toBe(1);
+    expect(await second.lock()).toBe(false);
+    await first.unlock();
+    expect(first.handle).toBeNull();
+    expect(await second.lock()).toBe(true);
+    expect(second.handle?.fence).toBe(2);
+    await second.unlock();
+  });
+
+  it('wrap() runs the callback under the lock, always unlocks, and never masks its error', async () => {
+    expect(await Lock.wrap('k', async () => t.redis.exists('k'), { redis: t.redis })).toBe(1);
+    expect(await t.redis.exists('k')).toBe(0);
+    const failure = new Error('the user error');
+    await expect(Lock.wrap('k', () => Promise.reject(failure), { redis: t.redis })).rejects.toBe(failure);
+    expect(await t.redis.exists('k')).toBe(0);
+    const holder = new Lock('k', { redis: t.redis });
+    await holder.lock();
+    await expect(Lock.wrap('k', () => 1, { redis: t.redis, retryMax: 1 })).rejects.toThrow(LockBusyError);
+    await holder.unlock();
+  });
+
+  it('reports a lock of another format under the name as InvalidKeyError', async () => {
+    await t.redis.hset('k', 'uuid:1', '1');
+    await expect(new Lock('k', { redis: t.redis }).lock()).rejects.toThrow(InvalidKeyError);
+    await expect(new Lock('k', { redis: t.redis, strict: true }).lock()).rejects.toThrow(
+      /another Redis type/,
+    );
+    expect(await t.redis.hgetall('k')).toEqual({ 'uuid:1': '1' });
+  });
+
+  it('refuses bad options before any write, naming the value', async () => {
+    expect(() => new Lock('k', { redis: t.redis, retryMax: 0 })).toThrow(/"LOCK_RETRY_MAX": 0/);
+    expect(() => new Lock('k', { redis: t.redis, sleep: -1 })).toThrow(/"LOCK_SLEEP": -1/);
+    expect(() => new Lock('k', { redis: t.redis, expire: 0 })).toThrow(/"LOCK_EXPIRE": 0/);
+    expect(() => new Lock('k', { redis: t.redis, tll: 1 } as never)).toThrow(/"tll"/);
+    expect(() => new Lock('k', { redis: t.redis, skewMargin: -5 })).toThrow(/"skewMargin": -5/);
+    expect(() => new Lock('k', {})).toThrow(InvalidOptionError);
+    const lock = new Lock('k', { redis: t.redis, strict: true });
+    lock.LOCK_EXPIRE = -1;
+    await expect(lock.lock()).rejects.toThrow(InvalidOptionError);
+    expect(await t.redis.dbsize()).toBe(0);
+  });
+});
+
+describe('Lock (strict: true) reproduces the PHP class, unsafe parts included', () => {
+  it('unlock() of a live lock is a no-op, exactly as in PHP (B3)', async () => {
+    const lock = new Lock('k', { redis: t.redis, strict: true });
+    expect(await lock.lock()).toBe(true);
+    const value = await t.redis.get('k');
+    await lock.unlock();
+    expect(await t.redis.get('k')).toBe(value);
+  });
+
+  it('unlock() from a clock 20 s ahead deletes a lock it never held (B4)', async () => {
+    expect(await new Lock('k', { redis: t.redis }).lock()).toBe(true);
+    const ahead = new Lock('k', {
+      redis: t.redis,
+      strict: true,
+      time: () => Math.floor(Date.now() / 1000) + 20,
+    });
+    await ahead.unlock();
+    expect(await t.redis.exists('k')).toBe(0);
+  });
+
+  it('makes three back-to-back tries, since sleep(0.3) sleeps 0 s (B7)', async () => {
+    expect(await new Lock('k', { redis: t.redis }).lock()).toBe(true);
+    const monitor = await t.server.client().monitor();
+    const evals: string[] = [];
+    monitor.on('monitor', (_time, args: string[]) => {
+      if (args[0]?.toLowerCase().startsWith('eval')) evals.push(args[0]);
+    });
+    const started = performance.now();
+    expect(await new Lock('k', { redis: t.redis, strict: true }).lock()).toBe(false);
+    const took = performance.now() - started;
+    await expect.poll(() => evals.length).toBe(3);
+    // One real 300 ms pause would exceed this; three round trips on loopback take a few ms.
+    expect(took).toBeLessThan(250);
+    monitor.disconnect();
+  });
+
+  it('takes over a stale TTL-less key writing now + 2·expire + 2 with TTL expire + 1 (B1)', async () => {
+    const now = await serverSeconds(t.redis);
+    await t.redis.set('k', String(now - 10));
+    const lock = new Lock('k', { redis: t.redis, strict: true, time: () => now });
+    expect(await lock.lock()).toBe(true);
+    expect(await t.redis.get('k')).toBe(String(now + 8));
+    expect(await t.redis.ttl('k')).toBe(4);
+  });
+});

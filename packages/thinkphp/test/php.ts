@@ -1,0 +1,43 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const cli = fileURLToPath(new URL('./php/cli.php', import.meta.url));
+const predis = '/usr/share/php/Predis/autoload.php';
+
+/** Whether php-cli and Debian's php-predis are installed. */
+export const phpAvailable =
+  spawnSync('php', ['-r', `require '${predis}'; echo 'ok';`], { encoding: 'utf8' }).stdout === 'ok';
+
+if (!phpAvailable && process.env.CI !== 'true') {
+  console.warn('!!! php-cli or php-predis is missing: the @lock/thinkphp PHP interop tests are SKIPPED !!!');
+}
+
+/** What `cli.php lock` prints. */
+export interface PhpLockResult {
+  acquired: boolean;
+  error: string | null;
+  tries: number;
+  ms: number;
+  value: string | null;
+  ttl: number;
+  time: number;
+}
+
+/** Arguments every PHP command takes: the redis port, the key, optionally expire and a clock offset (s). */
+export interface PhpArgs {
+  port: number;
+  key: string;
+  expire?: number;
+  offset?: number;
+  [more: string]: unknown;
+}
+
+/** Runs `test/php/cli.php <command>` in a php-cli child process and parses its JSON line. */
+export function php<T = PhpLockResult>(command: string, args: PhpArgs): Promise<T> {
+  return new Promise((resolve, reject) => {
+    execFile('php', [cli, command, JSON.stringify(args)], { timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`php ${command} failed: ${error.message}\n${stderr}`));
+      else resolve(JSON.parse(stdout) as T);
+    });
+  });
+}
