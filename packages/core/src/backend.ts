@@ -1,4 +1,4 @@
-import type { Inspection, LockProtocol, ReleaseReply, RenewalItem } from './protocol.js';
+import type { AttemptContext, Inspection, LockProtocol, ReleaseReply, RenewalItem } from './protocol.js';
 
 /** A successful acquisition as the engine sees it, whatever the topology. */
 export interface BackendGrant {
@@ -36,7 +36,14 @@ export interface LockBackend {
   readonly protocol: LockProtocol;
   /** Whether every key of one lock must share a cluster slot. */
   readonly cluster: boolean;
-  acquire(resource: string, owner: string, ttl: number): Promise<BackendGrant | BackendRefusal>;
+  acquire(
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<BackendGrant | BackendRefusal>;
+  /** Passes `LockProtocol.abandon` on (on every node that may have enqueued `owner`). Optional. */
+  abandon?(resource: string, owner: string, context?: AttemptContext): Promise<void>;
   release(resource: string, owner: string, token: string): Promise<ReleaseReply>;
   /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
   extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;

@@ -22,6 +22,7 @@ export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
 export type {
   AcquireReply,
+  AttemptContext,
   Inspection,
   LockProtocol,
   RedisClient,

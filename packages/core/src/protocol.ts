@@ -20,6 +20,12 @@ export type AcquireReply =
       readonly remaining: number;
     };
 
+/** What the engine tells a protocol about the acquire call an attempt belongs to. */
+export interface AttemptContext {
+  /** How long the acquire call may wait in all, in ms: 0 for a single try, Infinity when unbounded. */
+  readonly wait: number;
+}
+
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */
 export type ReleaseReply = 'released' | 'held' | 'not-owner';
 
@@ -64,8 +70,22 @@ export interface LockProtocol {
   lockKey?(resource: string): string;
   /** Channel on which a release of `resource` is published, for `waiter` (fair locks address one waiter). */
   channel(resource: string, waiter: string): string;
-  /** One atomic attempt: take the lock (or re-enter it as `owner`) with a `ttl`, else report the holder's remaining ms. */
-  acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply>;
+  /**
+   * One atomic attempt: take the lock (or re-enter it as `owner`) with a `ttl`, else report the
+   * holder's remaining ms. The engine always passes `context`; direct callers may omit it.
+   */
+  acquire(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<AcquireReply>;
+  /**
+   * Called once when a waiting acquire ends without the lock (timeout, abort, close) after at
+   * least one refusal, so formats that enqueue waiters (fair locks) can take `owner` out. Optional.
+   */
+  abandon?(redis: RedisClient, resource: string, owner: string, context?: AttemptContext): Promise<void>;
   /** Undo one hold by `owner`; the last one frees the lock and publishes on its channel. */
   release(redis: RedisClient, resource: string, owner: string, token: string): Promise<ReleaseReply>;
   /**

@@ -1,4 +1,4 @@
-import type { Inspection } from './protocol.js';
+import type { Inspection, ReleaseReply } from './protocol.js';
 
 /** Backoff between acquisition attempts while waiting (release messages usually wake a waiter first). */
 export interface RetryOptions {
@@ -60,8 +60,12 @@ export interface Lock extends AsyncDisposable {
   assertHeld(): void;
   /** Resets the lease to `ttl` ms (default: the acquisition's ttl); throws `LockLostError` if no longer ours. */
   extend(ttl?: number): Promise<void>;
-  /** Gives up this hold; the last hold frees the lock. Never throws for a lock already gone. */
-  release(): Promise<void>;
+  /**
+   * Gives up this hold; the last hold frees the lock. Never throws for a lock already gone:
+   * answers `'released'` (freed), `'held'` (this owner still holds it through other holds) or
+   * `'not-owner'` (it was lost before). Later calls answer the same without doing anything.
+   */
+  release(): Promise<ReleaseReply>;
 }
 
 /** What `inspect()` reports. */

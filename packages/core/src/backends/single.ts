@@ -42,8 +42,8 @@ export function singleBackend(
     protocol,
     cluster,
 
-    async acquire(resource, owner, ttl) {
-      const reply = await protocol.acquire(redis, resource, owner, ttl);
+    async acquire(resource, owner, ttl, context) {
+      const reply = await protocol.acquire(redis, resource, owner, ttl, context);
       if (!reply.acquired) return reply;
       if (reply.holds === 1) {
         const { wanted, confirmed } = await confirmReplicas();
@@ -53,6 +53,10 @@ export function singleBackend(
         }
       }
       return { ...reply, validity: ttl - clockDrift(ttl) };
+    },
+
+    async abandon(resource, owner, context) {
+      await protocol.abandon?.(redis, resource, owner, context);
     },
 
     release: (resource, owner, token) => protocol.release(redis, resource, owner, token),

@@ -9,6 +9,7 @@ import {
   LockLostError,
   type LockLostReason,
 } from '../errors.js';
+import type { ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions } from '../types.js';
 import { backoff } from './backoff.js';
 import { publish } from './events.js';
@@ -200,21 +201,22 @@ class Engine implements Locker {
     this.emit('extend', hold, { validUntil: hold.validUntil, renewal: false });
   }
 
-  async release(hold: Hold): Promise<void> {
+  async release(hold: Hold): Promise<ReleaseReply> {
     // close() already gave up every hold; a handle released afterwards has nothing left to undo.
-    if (hold.handles === 0) return;
+    if (hold.handles === 0) return 'released';
     hold.handles -= 1;
     if (hold.lost) {
       if (hold.handles === 0) this.forget(hold);
-      return;
+      return 'not-owner';
     }
-    let result: Awaited<ReturnType<LockBackend['release']>>;
+    let result: ReleaseReply;
     try {
       result = await this.backend.release(hold.resource, hold.owner, hold.token);
     } finally {
       if (hold.handles === 0) this.forget(hold);
     }
     this.emit('release', hold, { held: this.clock() - hold.acquiredAt, result });
+    return result;
   }
 
   private request(key: string, options: AcquireOptions): Request {
@@ -251,20 +253,23 @@ class Engine implements Locker {
       : this.closing.signal;
     const started = this.clock();
     const waiter: Waiter = { notified: false, wake: undefined };
+    const context = { wait: request.wait };
     let channel: string | undefined;
     let attempts = 0;
+    let acquired = false;
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         attempts += 1;
         waiter.notified = false;
         const sentAt = this.clock();
-        const reply = await this.backend.acquire(request.resource, request.owner, request.ttl);
+        const reply = await this.backend.acquire(request.resource, request.owner, request.ttl, context);
         if (reply.acquired) {
           if (signal.aborted) {
             await this.backend.release(request.resource, request.owner, reply.token).catch(() => {});
             throw signal.reason;
           }
+          acquired = true;
           return this.grant(request, reply, sentAt, started, attempts);
         }
         const waited = this.clock() - started;
@@ -291,6 +296,9 @@ class Engine implements Locker {
       throw error;
     } finally {
       if (channel !== undefined) this.queues.leave(channel, waiter);
+      if (!acquired && attempts > 0 && request.wait > 0) {
+        await this.backend.abandon?.(request.resource, request.owner, context).catch(() => {});
+      }
     }
   }
 

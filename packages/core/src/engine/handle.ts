@@ -1,4 +1,5 @@
 import { NotOwnerError } from '../errors.js';
+import type { ReleaseReply } from '../protocol.js';
 import type { Lock } from '../types.js';
 import type { Hold } from './hold.js';
 
@@ -6,12 +7,12 @@ import type { Hold } from './hold.js';
 export interface HoldOwner {
   assertHeld(hold: Hold): void;
   extend(hold: Hold, ttl: number | undefined): Promise<void>;
-  release(hold: Hold): Promise<void>;
+  release(hold: Hold): Promise<ReleaseReply>;
 }
 
 /** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
 export class LockHandle implements Lock {
-  private releasing: Promise<void> | undefined;
+  private releasing: Promise<ReleaseReply> | undefined;
 
   constructor(
     private readonly engine: HoldOwner,
@@ -50,12 +51,12 @@ export class LockHandle implements Lock {
     await this.engine.extend(this.hold, ttl);
   }
 
-  release(): Promise<void> {
+  release(): Promise<ReleaseReply> {
     this.releasing ??= this.engine.release(this.hold);
     return this.releasing;
   }
 
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
   }
 }

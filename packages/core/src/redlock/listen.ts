@@ -23,6 +23,17 @@ export class QuorumListeners {
   async listen(resource: string, waiter: string, onRelease: () => void): Promise<() => void> {
     const channel = this.protocol.channel(resource, waiter);
     let ended = false;
+    // One release publishes on every master: the copies that arrive in one turn of the event
+    // loop wake the waiter once, so it does not send a quorum attempt per master.
+    let wakePending = false;
+    const wake = () => {
+      if (wakePending) return;
+      wakePending = true;
+      setImmediate(() => {
+        wakePending = false;
+        if (!ended) onRelease();
+      });
+    };
     const stops: (() => void)[] = [];
     const keep = (stop: () => void) => {
       if (ended) stop();
@@ -30,7 +41,7 @@ export class QuorumListeners {
     };
     await fanOut(this.listeners, this.timeout, async (listener) => {
       // A subscription confirmed after the timeout is still kept, and ended with the others.
-      keep(await listener.listen(channel, onRelease));
+      keep(await listener.listen(channel, wake));
     });
     return () => {
       ended = true;

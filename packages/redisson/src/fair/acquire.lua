@@ -1,0 +1,76 @@
+--[[
+  One attempt at a Redisson fair lock (RedissonFairLock.tryLockInnerAsync, both variants).
+
+  Waiters queue in FIFO order; each has a deadline in the timeout zset after which it counts as
+  dead. Dead waiters at the head are dropped first. The lock goes to a caller only when it is
+  free and nobody, or the caller itself, heads the queue. A waiting caller not yet queued joins
+  at the tail with a deadline one wait allowance after the waiter ahead of it (or after the
+  holder's lease); taking the lock moves every later deadline one allowance closer.
+
+  KEYS[1] lock hash
+  KEYS[2] queue list redisson_lock_queue:{name}
+  KEYS[3] deadline zset redisson_lock_timeout:{name}
+  ARGV[1] lease in ms
+  ARGV[2] owner field
+  ARGV[3] wait allowance in ms (Redisson's fairLockWaitTimeout, or the caller's wait)
+  ARGV[4] the caller's clock, epoch ms
+  ARGV[5] 1 to join the queue when the lock is busy, 0 to try once without queueing
+
+  Returns {1, holds, fence} when taken or re-entered (fence: the server clock in µs), {0, ms}
+  when busy: the expected wait for a queued caller, else the holder's PTTL (0 when the lock is
+  free but another waiter is first).
+]]
+local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
+local clock = redis.call('time')
+local fence = clock[1] * 1000000 + clock[2]
+local owner, allowance, now = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+
+while true do
+  local head = redis.call('lindex', queue, 0)
+  if not head then break end
+  local deadline = tonumber(redis.call('zscore', deadlines, head))
+  if deadline and deadline > now then break end
+  redis.call('zrem', deadlines, head)
+  redis.call('lpop', queue)
+end
+
+if redis.call('exists', lock) == 0 then
+  local head = redis.call('lindex', queue, 0)
+  if not head or head == owner then
+    redis.call('lpop', queue)
+    redis.call('zrem', deadlines, owner)
+    for _, waiter in ipairs(redis.call('zrange', deadlines, 0, -1)) do
+      redis.call('zincrby', deadlines, -allowance, waiter)
+    end
+    redis.call('hset', lock, owner, 1)
+    redis.call('pexpire', lock, ARGV[1])
+    return {1, 1, fence}
+  end
+end
+
+if redis.call('hexists', lock, owner) == 1 then
+  local holds = redis.call('hincrby', lock, owner, 1)
+  redis.call('pexpire', lock, ARGV[1])
+  return {1, holds, fence}
+end
+
+if ARGV[5] == '0' then
+  return {0, redis.call('pttl', lock)}
+end
+
+if redis.call('zscore', deadlines, owner) then
+  return {0, math.max(0, redis.call('pttl', lock))}
+end
+
+local ahead = redis.call('lindex', queue, -1)
+local ahead_deadline = ahead and ahead ~= owner and tonumber(redis.call('zscore', deadlines, ahead))
+local expected
+if ahead_deadline then
+  expected = ahead_deadline - now
+else
+  expected = redis.call('pttl', lock)
+end
+if redis.call('zadd', deadlines, expected + allowance + now, owner) == 1 then
+  redis.call('rpush', queue, owner)
+end
+return {0, expected}

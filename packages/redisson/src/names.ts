@@ -1,0 +1,48 @@
+import { InvalidKeyError } from '@lock/core';
+
+/**
+ * Redisson's naming rules (RedissonObject.prefixName / suffixName). The lock key itself is the
+ * bare name; every auxiliary key and channel wraps the name in braces unless it already holds a
+ * `{`, so that all of them hash to the lock key's cluster slot.
+ */
+export function prefixName(prefix: string, name: string): string {
+  return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`;
+}
+
+export function suffixName(name: string, suffix: string): string {
+  return name.includes('{') ? `${name}:${suffix}` : `{${name}}:${suffix}`;
+}
+
+/** Redisson's channel for RLock, fair and fenced locks (note the double underscore). */
+export const lockChannel = (name: string): string => prefixName('redisson_lock__channel', name);
+/** The shared channel of a read-write lock's two halves. */
+export const rwChannel = (name: string): string => prefixName('redisson_rwlock', name);
+export const unlockLatch = (name: string, requestId: string): string =>
+  `${prefixName('redisson_unlock_latch', name)}:${requestId}`;
+export const fairQueue = (name: string): string => prefixName('redisson_lock_queue', name);
+export const fairTimeouts = (name: string): string => prefixName('redisson_lock_timeout', name);
+export const fenceCounter = (name: string): string => prefixName('redisson_lock_token', name);
+/** Prefix of one reader's timeout keys: `<prefix>:<n>` is the key of its n-th read hold. */
+export const readTimeoutPrefix = (name: string, owner: string): string =>
+  suffixName(name, `${owner}:rwlock_timeout`);
+/** What the read unlock script prepends to `:<field>:rwlock_timeout:<n>` for every holder. */
+export const readKeyPrefix = (name: string): string => (name.includes('{') ? name : `{${name}}`);
+
+/**
+ * Refuses names Redisson cannot lock safely. On a cluster a name with a `{` must carry a usable
+ * hash tag (a non-empty `{…}` pair), or the auxiliary keys land in other slots and Redisson's
+ * own unlock would fail with CROSSSLOT after the lock was taken.
+ */
+export function validateName(name: string, cluster: boolean): void {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new InvalidKeyError(name, 'expected a non-empty string');
+  if (!cluster || !name.includes('{')) return;
+  const open = name.indexOf('{');
+  const close = name.indexOf('}', open + 1);
+  if (close === -1 || close === open + 1) {
+    throw new InvalidKeyError(
+      name,
+      'on a cluster a name containing "{" needs a non-empty {hash tag}, or its lock keys would span several slots',
+    );
+  }
+}

@@ -1,0 +1,33 @@
+import { runInChain } from '@lock/core';
+import { ClientCore } from './client.js';
+import { RFairLock, RFencedLock, RLock, RReadWriteLock } from './locks.js';
+import { checkOptions, type RedissonOptions } from './options.js';
+
+/** A Redisson-compatible client: the lock objects of one client id. */
+export interface Redisson {
+  /** This client's id, the first half of every owner field it writes (a lowercase UUID, new per client). */
+  readonly id: string;
+  getLock(name: string): RLock;
+  getFairLock(name: string): RFairLock;
+  getReadWriteLock(name: string): RReadWriteLock;
+  getFencedLock(name: string): RFencedLock;
+  /** Runs `fn` as one "thread": every lock call inside it, through every await, acts as the same thread id. */
+  run<T>(fn: () => T): T;
+  /** Stops renewal and waiting, releases the holds it still has, and closes its own subscriber connections. */
+  shutdown(): Promise<void>;
+}
+
+/** Creates a client that locks the same keys, with the same bytes, as Redisson 3.x/4.x. */
+export function createRedisson(options: RedissonOptions): Redisson {
+  checkOptions(options);
+  const client = new ClientCore(options);
+  return {
+    id: client.id,
+    getLock: (name) => new RLock(client, name),
+    getFairLock: (name) => new RFairLock(client, name),
+    getReadWriteLock: (name) => new RReadWriteLock(client, name),
+    getFencedLock: (name) => new RFencedLock(client, name),
+    run: (fn) => runInChain(fn),
+    shutdown: () => client.close(),
+  };
+}

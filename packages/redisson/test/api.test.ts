@@ -1,0 +1,209 @@
+import { InvalidKeyError, InvalidOptionError, LockAbortError, lockEvents, NotOwnerError } from '@lock/core';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createRedisson, type Redisson } from '../src/index.js';
+
+describe('createRedisson: the Java-shaped API on the engine', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let redisson: Redisson;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = server.client();
+    redisson = createRedisson({ redis });
+  });
+  afterAll(async () => {
+    await redisson.shutdown();
+    await server.stop();
+  });
+  beforeEach(async () => {
+    await redis.flushall();
+  });
+
+  it('has a new lowercase UUID per client and writes "<id>:<thread>" fields', async () => {
+    const other = createRedisson({ redis });
+    expect(redisson.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(other.id).not.toBe(redisson.id);
+    await other.shutdown();
+    const lock = redisson.getLock('orders:42');
+    await lock.lock();
+    const [field] = Object.keys(await redis.hgetall('orders:42'));
+    expect(field).toMatch(new RegExp(`^${redisson.id}:\\d+$`));
+    await lock.unlock();
+    expect(await redis.exists('orders:42')).toBe(0);
+  });
+
+  it('lock then unlock in one async function works outside any chain, and isHeldByCurrentThread follows it', async () => {
+    const lock = redisson.getLock('plain');
+    await lock.lock();
+    expect(await lock.isLocked()).toBe(true);
+    expect(await lock.isHeldByCurrentThread()).toBe(true);
+    expect(await lock.getHoldCount()).toBe(1);
+    await lock.unlock();
+    expect(await lock.isLocked()).toBe(false);
+    expect(await lock.isHeldByCurrentThread()).toBe(false);
+  });
+
+  it('re-enters within one run() chain and counts holds like Java', async () => {
+    const lock = redisson.getLock('reentrant');
+    await redisson.run(async () => {
+      await lock.lock();
+      await lock.lock();
+      expect(await lock.getHoldCount()).toBe(2);
+      expect(Object.values(await redis.hgetall('reentrant'))).toEqual(['2']);
+      await lock.unlock();
+      expect(await lock.isLocked()).toBe(true);
+      await lock.unlock();
+    });
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it('two concurrent chains never re-enter each other: the second waits for the first unlock', async () => {
+    const lock = redisson.getLock('exclusive');
+    const order: string[] = [];
+    let releaseFirst!: () => void;
+    const firstMayUnlock = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    const first = redisson.run(async () => {
+      await lock.lock();
+      order.push('first in');
+      await firstMayUnlock;
+      order.push('first out');
+      await lock.unlock();
+    });
+    const second = redisson.run(async () => {
+      while (!order.includes('first in')) await new Promise((resolve) => setImmediate(resolve));
+      expect(await lock.tryLock()).toBe(false);
+      const waiting = lock.lock().then(() => order.push('second in'));
+      releaseFirst();
+      await waiting;
+      await lock.unlock();
+    });
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first in', 'first out', 'second in']);
+  });
+
+  it('unchained callers are separate threads: a second unchained lock() waits instead of re-entering', async () => {
+    const lock = redisson.getLock('unchained');
+    await lock.lock();
+    expect(await lock.tryLock({ wait: 50 })).toBe(false);
+    await lock.unlock();
+    expect(await lock.tryLock()).toBe(true);
+    await lock.unlock();
+  });
+
+  it('unlock by a thread that holds nothing throws NotOwnerError naming the owner, and changes nothing', async () => {
+    const lock = redisson.getLock('guarded');
+    await redisson.run(() => lock.lock());
+    const error = await redisson.run(() => lock.unlock()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotOwnerError);
+    expect((error as NotOwnerError).owner).toMatch(new RegExp(`^${redisson.id}:\\d+$`));
+    expect(await lock.isLocked()).toBe(true);
+    expect(await lock.forceUnlock()).toBe(true);
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it('an explicit threadId is the owner field, as with Redisson async calls', async () => {
+    const lock = redisson.getLock('explicit');
+    await lock.lock({ threadId: 42 });
+    expect(await redis.hget('explicit', `${redisson.id}:42`)).toBe('1');
+    expect(await lock.isHeldByThread(42)).toBe(true);
+    await expect(lock.unlock({ threadId: 41 })).rejects.toBeInstanceOf(NotOwnerError);
+    await lock.unlock({ threadId: 42 });
+    expect(await redis.exists('explicit')).toBe(0);
+  });
+
+  it('a given lease is the PEXPIRE and a partial unlock re-applies that lease', async () => {
+    const lock = redisson.getLock('leased');
+    await redisson.run(async () => {
+      await lock.lock({ lease: 10_000 });
+      await lock.lock({ lease: 10_000 });
+      await redis.pexpire('leased', 5_000);
+      await lock.unlock();
+      const ttl = await lock.remainTimeToLive();
+      expect(ttl).toBeGreaterThan(9_000);
+      expect(ttl).toBeLessThanOrEqual(10_000);
+      await lock.unlock();
+    });
+    expect(await lock.remainTimeToLive()).toBe(-2);
+  });
+
+  it('tryLock with wait gives up with false after the wait, leaving the holder untouched', async () => {
+    const lock = redisson.getLock('busy');
+    await lock.lock({ threadId: 1 });
+    expect(await lock.tryLock({ wait: 100, threadId: 2 })).toBe(false);
+    expect(await redis.hget('busy', `${redisson.id}:1`)).toBe('1');
+    await lock.unlock({ threadId: 1 });
+  });
+
+  it('refuses bad input before anything is written', async () => {
+    expect(() => redisson.getLock('')).toThrow(InvalidKeyError);
+    const lock = redisson.getLock('checked');
+    await expect(lock.lock({ lease: -5 })).rejects.toThrow(/lease.*-5/);
+    await expect(lock.lock({ threadId: 1.5 })).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(lock.tryLock({ wait: -1 })).rejects.toThrow(/wait.*-1/);
+    expect(() => createRedisson({ redis, lockWatchdogTimeout: 0 })).toThrow(/lockWatchdogTimeout/);
+    expect(await redis.dbsize()).toBe(0);
+  });
+
+  it('the watchdog keeps a lock taken without a lease alive past its lease', async () => {
+    const short = createRedisson({ redis, lockWatchdogTimeout: 1_500 });
+    const lock = short.getLock('watched');
+    await lock.lock();
+    // Renewed every 500 ms; without renewal the 1.5 s lease would be gone after 3 s.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await lock.isLocked()).toBe(true);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+    await lock.unlock();
+    await short.shutdown();
+  });
+
+  it('a lock lost while held (forceUnlock elsewhere) makes unlock throw, never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const short = createRedisson({ redis, lockWatchdogTimeout: 600 });
+    try {
+      const lock = short.getLock('lost');
+      const noticed = new Promise<unknown>((resolve) => {
+        const onLost = (event: unknown) => {
+          if ((event as { key: string }).key !== 'lost') return;
+          lockEvents.lost.unsubscribe(onLost);
+          resolve(event);
+        };
+        lockEvents.lost.subscribe(onLost);
+      });
+      await lock.lock();
+      expect(await redisson.getLock('lost').forceUnlock()).toBe(true);
+      // The next renewal (every 200 ms) finds the field gone: the hold is lost, the key not re-created.
+      expect(await noticed).toMatchObject({ reason: 'taken' });
+      expect(await redis.exists('lost')).toBe(0);
+      await expect(lock.unlock()).rejects.toBeInstanceOf(NotOwnerError);
+    } finally {
+      await short.shutdown();
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
+  it('an aborted fair-lock waiter rejects with LockAbortError and leaves the queue at once', async () => {
+    const fair = redisson.getFairLock('fair:abort');
+    await fair.lock({ threadId: 1 });
+    const controller = new AbortController();
+    const waiting = fair.lock({ threadId: 2, signal: controller.signal }).catch((error: unknown) => error);
+    await waitFor(
+      'the waiter queued',
+      async () => (await redis.llen('redisson_lock_queue:{fair:abort}')) === 1,
+    );
+    controller.abort();
+    expect(await waiting).toBeInstanceOf(LockAbortError);
+    expect(await redis.exists('redisson_lock_queue:{fair:abort}', 'redisson_lock_timeout:{fair:abort}')).toBe(
+      0,
+    );
+    await fair.unlock({ threadId: 1 });
+    expect(await redis.dbsize()).toBe(0);
+  });
+});

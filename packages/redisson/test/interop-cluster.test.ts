@@ -1,0 +1,67 @@
+import { InvalidKeyError } from '@lock/core';
+import { type RedisCluster, startCluster } from '@lock/testing';
+import type { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisson, type Redisson } from '../src/index.js';
+import { describeInterop } from './interop/suite.js';
+import { threeMasterCluster } from './interop/topology.js';
+
+describeInterop('3-master cluster, sharded pub/sub', threeMasterCluster);
+
+describe('on a cluster', () => {
+  let cluster: RedisCluster;
+  let redis: Cluster;
+  let redisson: Redisson;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    redis = cluster.client();
+    redisson = createRedisson({ redis });
+  });
+  afterAll(async () => {
+    await redisson.shutdown();
+    await cluster.stop();
+  });
+
+  it('refuses names with "{" but no usable hash tag before writing, and accepts tagged names', async () => {
+    for (const bad of ['a{}b', 'x{y', 'open{']) {
+      expect(() => redisson.getLock(bad)).toThrow(InvalidKeyError);
+      expect(() => redisson.getReadWriteLock(bad)).toThrow(InvalidKeyError);
+      expect(() => redisson.getFairLock(bad)).toThrow(/hash tag/);
+    }
+    const tagged = redisson.getFairLock('{orders}:42');
+    await tagged.lock();
+    expect(Object.entries(await redis.hgetall('{orders}:42'))).toEqual([
+      [expect.stringMatching(new RegExp(`^${redisson.id}:\\d+$`)), '1'],
+    ]);
+    await tagged.unlock();
+    expect(await tagged.isLocked()).toBe(false);
+  });
+
+  it('keeps every key and channel of a lock in its slot and unlocks with SPUBLISH', async () => {
+    const name = 'orders:42';
+    const slot = async (key: string) => (await redis.call('CLUSTER', 'KEYSLOT', key)) as number;
+    for (const key of [
+      'redisson_lock__channel:{orders:42}',
+      'redisson_unlock_latch:{orders:42}:00',
+      'redisson_lock_queue:{orders:42}',
+      'redisson_rwlock:{orders:42}',
+      '{orders:42}:u:1:rwlock_timeout:1',
+    ]) {
+      expect(await slot(key)).toBe(11_414);
+    }
+    const listener = cluster.client({ shardedSubscribers: true });
+    const messages: string[][] = [];
+    listener.on('smessage', (channel: string, message: string) => messages.push([channel, message]));
+    await listener.ssubscribe('redisson_lock__channel:{orders:42}');
+    const lock = redisson.getLock(name);
+    await lock.lock();
+    expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+    await lock.unlock();
+    // An SSUBSCRIBE client sees only SPUBLISH; PUBLISH would not reach it.
+    await expect
+      .poll(() => messages, { timeout: 5_000 })
+      .toEqual([['redisson_lock__channel:{orders:42}', '0']]);
+    listener.disconnect();
+  });
+});
