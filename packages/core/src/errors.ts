@@ -37,10 +37,13 @@ export class AcquireTimeoutError extends LockError {
     readonly attempts: number,
     /** The holder's remaining time to live at the last attempt, in ms (-1 when unknown). */
     readonly remaining: number,
+    /** `cause`: the last `QuorumError` when masters failed to answer while waiting. */
+    options?: ErrorOptions,
   ) {
     super(
       'ERR_LOCK_ACQUIRE_TIMEOUT',
       `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`,
+      options,
     );
   }
 }
@@ -60,7 +63,7 @@ export class LockAbortError extends LockError {
 }
 
 /** Why a held lock stopped being held. */
-export type LockLostReason = 'expired' | 'renewal-failed' | 'taken';
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'closed';
 
 /** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
 export class LockLostError extends LockError {
@@ -112,10 +115,12 @@ export class ReplicationError extends LockError {
     readonly key: string,
     readonly wanted: number,
     readonly confirmed: number,
+    options?: ErrorOptions,
   ) {
     super(
       'ERR_LOCK_NOT_REPLICATED',
-      `lock "${key}" was confirmed by ${confirmed} of ${wanted} replicas, so it was released`,
+      `lock "${key}" was confirmed by ${confirmed} of ${wanted} replicas, so it was not acquired`,
+      options,
     );
   }
 }

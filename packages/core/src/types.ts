@@ -90,6 +90,10 @@ export interface Locker {
   inspect(key: string): Promise<LockInspection>;
   /** Whether anyone holds the lock. */
   isLocked(key: string): Promise<boolean>;
-  /** Stops renewal, releases nothing, closes the locker's own connections; pending acquires reject. */
+  /**
+   * Gives up every lock it holds (their signals abort with `LockLostError`, reason `'closed'`,
+   * before Redis frees the keys), stops renewal, rejects pending acquires with
+   * `LockerClosedError`, and closes the locker's own connections (never the caller's client).
+   */
   close(): Promise<void>;
 }

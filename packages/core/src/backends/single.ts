@@ -43,7 +43,13 @@ export function singleBackend(
     cluster,
 
     async acquire(resource, owner, ttl, context) {
-      const reply = await protocol.acquire(redis, resource, owner, ttl, context);
+      const reply = await protocol.acquire(redis, resource, owner, ttl, context).catch((error: unknown) => {
+        // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
+        if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
+          throw new ReplicationError(resource, 1, 0, { cause: error });
+        }
+        throw error;
+      });
       if (!reply.acquired) return reply;
       if (reply.holds === 1) {
         const { wanted, confirmed } = await confirmReplicas();

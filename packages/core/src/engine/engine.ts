@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { LockBackend } from '../backend.js';
 import { currentChain, newChain, runWithChain } from '../chain.js';
 import {
   AcquireTimeoutError,
+  InvalidOptionError,
   LockAbortError,
   LockBusyError,
   LockerClosedError,
   LockLostError,
   type LockLostReason,
+  QuorumError,
+  ReplicationError,
 } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions } from '../types.js';
@@ -103,14 +107,16 @@ class Engine implements Locker {
   ) {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
     const given = definedOnly(options);
-    this.prefix = checkPrefix(given.prefix ?? 'lock:');
-    this.ttl = checkTtl(given.ttl ?? DEFAULT_TTL);
-    this.wait = checkWait(given.wait ?? DEFAULT_WAIT);
+    this.prefix = given.prefix === undefined ? 'lock:' : checkPrefix(given.prefix);
+    this.ttl = given.ttl === undefined ? DEFAULT_TTL : checkTtl(given.ttl);
+    this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
     this.renew = checkBoolean(given.renew, 'renew') ?? true;
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
-    this.id = given.id === undefined ? randomUUID() : checkOwner(given.id);
+    this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
     this.queues = new WaitQueues(backend);
+    // Every waiter listens on it while it sleeps (and stops when it wakes): many waiters are normal.
+    setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, {
       renewed: (hold) => this.emit('extend', hold, { validUntil: hold.validUntil, renewal: true }),
       lost: (hold, reason, cause) => this.lose(hold, reason, cause),
@@ -143,7 +149,8 @@ class Engine implements Locker {
     maybeFn?: (lock: Lock) => Promise<T> | T,
   ): Promise<T> {
     const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn];
-    if (typeof fn !== 'function') return Promise.reject(new TypeError('using() needs a function to run'));
+    if (typeof fn !== 'function')
+      return Promise.reject(new InvalidOptionError('fn', fn, 'a function to run'));
     return runWithChain(currentChain() ?? newChain(), async () => {
       const lock = await this.acquire(key, options);
       let result: T;
@@ -172,8 +179,14 @@ class Engine implements Locker {
     this.closing.abort(new LockerClosedError());
     this.watchdog.stop();
     const held = [...this.holds.values()];
+    // Handles must stop believing before Redis frees the keys to others.
+    for (const hold of held) this.lose(hold, 'closed');
     await Promise.allSettled(
-      held.flatMap((hold) => Array.from({ length: hold.handles }, () => this.release(hold))),
+      held.flatMap((hold) =>
+        Array.from({ length: hold.handles }, () =>
+          this.backend.release(hold.resource, hold.owner, hold.token),
+        ),
+      ),
     );
     await this.backend.close();
   }
@@ -202,9 +215,9 @@ class Engine implements Locker {
   }
 
   async release(hold: Hold): Promise<ReleaseReply> {
-    // close() already gave up every hold; a handle released afterwards has nothing left to undo.
-    if (hold.handles === 0) return 'released';
     hold.handles -= 1;
+    // A lost hold sends nothing: the same owner may hold the key again by now, and an
+    // owner-checked release cannot tell that newer hold from this one. The key expires by its TTL.
     if (hold.lost) {
       if (hold.handles === 0) this.forget(hold);
       return 'not-owner';
@@ -221,8 +234,6 @@ class Engine implements Locker {
 
   private request(key: string, options: AcquireOptions): Request {
     checkKey(key);
-    if (typeof options !== 'object' || options === null)
-      throw new TypeError('acquire options must be an object');
     refuseUnknown(options, ACQUIRE_OPTIONS, 'the acquire options');
     const given = definedOnly(options);
     const resource = this.resourceOf(key);
@@ -233,8 +244,8 @@ class Engine implements Locker {
       resource,
       owner:
         given.owner === undefined ? `${this.id}:${currentChain() ?? newChain()}` : checkOwner(given.owner),
-      ttl: checkTtl(given.ttl ?? this.ttl),
-      wait: checkWait(given.wait ?? this.wait),
+      ttl: given.ttl === undefined ? this.ttl : checkTtl(given.ttl),
+      wait: given.wait === undefined ? this.wait : checkWait(given.wait),
       renew: checkBoolean(given.renew, 'renew') ?? (this.renew && !fixedLease),
       retry: checkRetry(given.retry, this.retry),
       signal: checkSignal(given.signal),
@@ -257,31 +268,52 @@ class Engine implements Locker {
     let channel: string | undefined;
     let attempts = 0;
     let acquired = false;
+    let lastFailure: QuorumError | undefined;
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         attempts += 1;
         waiter.notified = false;
         const sentAt = this.clock();
-        const reply = await this.backend.acquire(request.resource, request.owner, request.ttl, context);
-        if (reply.acquired) {
-          if (signal.aborted) {
-            await this.backend.release(request.resource, request.owner, reply.token).catch(() => {});
-            throw signal.reason;
+        let attempt: Awaited<ReturnType<LockBackend['acquire']>>;
+        try {
+          attempt = await this.backend.acquire(request.resource, request.owner, request.ttl, context);
+        } catch (error) {
+          // RedLock heard from too few masters: retry while the wait lasts, as a refusal would be.
+          if (!(error instanceof QuorumError) || request.wait === 0) throw error;
+          lastFailure = error;
+          attempt = { acquired: false, remaining: -1 };
+        }
+        let remaining: number;
+        if (attempt.acquired) {
+          if (!signal.aborted && this.clock() < sentAt + attempt.validity) {
+            acquired = true;
+            return this.grant(request, attempt, sentAt, started, attempts);
           }
-          acquired = true;
-          return this.grant(request, reply, sentAt, started, attempts);
+          await this.backend.release(request.resource, request.owner, attempt.token).catch(() => {});
+          if (signal.aborted) throw signal.reason;
+          // The reply came back after the lease it granted could have ended: never hand that out.
+          remaining = -1;
+        } else {
+          remaining = attempt.remaining;
         }
         const waited = this.clock() - started;
-        if (request.wait === 0) throw new LockBusyError(request.key, reply.remaining);
+        if (request.wait === 0) throw new LockBusyError(request.key, remaining);
         if (waited >= request.wait)
-          throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, reply.remaining);
+          throw new AcquireTimeoutError(
+            request.key,
+            Math.round(waited),
+            attempts,
+            remaining,
+            lastFailure && { cause: lastFailure },
+          );
         if (channel === undefined) {
-          channel = await this.queues.join(request.resource, request.owner, waiter);
-          continue;
+          const joined = await this.queues.join(request.resource, request.owner, waiter);
+          channel = joined.channel;
+          if (joined.subscribed) continue;
         }
         if (waiter.notified) continue;
-        const untilExpiry = reply.remaining > 0 ? reply.remaining + 1 : Number.POSITIVE_INFINITY;
+        const untilExpiry = remaining > 0 ? remaining + 1 : Number.POSITIVE_INFINITY;
         const delay = Math.min(backoff(attempts - 2, request.retry), request.wait - waited, untilExpiry);
         await pause(Math.ceil(delay), signal, (wake) => {
           waiter.wake = wake;
@@ -291,8 +323,13 @@ class Engine implements Locker {
         });
       }
     } catch (error) {
-      if (error === signal.reason && !(error instanceof LockerClosedError))
+      if (error === signal.reason && !(error instanceof LockerClosedError)) {
         throw new LockAbortError(request.key, error);
+      }
+      // Backends know resources (prefixed); callers named keys.
+      if (error instanceof ReplicationError && error.key === request.resource) {
+        throw new ReplicationError(request.key, error.wanted, error.confirmed, { cause: error.cause });
+      }
       throw error;
     } finally {
       if (channel !== undefined) this.queues.leave(channel, waiter);

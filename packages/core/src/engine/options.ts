@@ -10,8 +10,14 @@ export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT = 10_000;
 export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
 
-/** Throws `InvalidOptionError` naming any key of `options` not in `known`. */
-export function refuseUnknown(options: object, known: readonly string[], where: string): void {
+/** Throws `InvalidOptionError` when `options` is not an object, or naming any key of it not in `known`. */
+export function refuseUnknown(
+  options: unknown,
+  known: readonly string[],
+  where: string,
+): asserts options is object {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', options, 'an object');
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) {
       throw new InvalidOptionError(
@@ -61,9 +67,9 @@ export function checkKey(key: unknown): string {
   return key;
 }
 
-export function checkOwner(owner: unknown): string {
+export function checkOwner(owner: unknown, name = 'owner'): string {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 256) {
-    throw new InvalidOptionError('owner', owner, 'a non-empty string of at most 256 characters');
+    throw new InvalidOptionError(name, owner, 'a non-empty string of at most 256 characters');
   }
   return owner;
 }
@@ -78,7 +84,7 @@ export function checkBoolean(value: unknown, name: string): boolean | undefined 
   throw new InvalidOptionError(name, value, 'a boolean');
 }
 
-/** `{ ttl: undefined }` means "not given", so it must not override a default. */
+/** `{ ttl: undefined }` means "not given", so it must not override a default (`null` is a value, and refused). */
 export function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -27,12 +27,19 @@ export class WaitQueues {
   constructor(private readonly backend: LockBackend) {}
 
   /**
-   * Adds a waiter for `resource`; resolves once release messages can reach it. Queues are kept
-   * per release channel: formats that address one waiter (fair locks) get a queue per waiter.
+   * Adds a waiter for `resource`; resolves once release messages can reach it, with the queue's
+   * channel and whether this call started the subscription (a release may then have slipped
+   * through unseen, so the caller should try again at once). Queues are kept per release
+   * channel: formats that address one waiter (fair locks) get a queue per waiter.
    */
-  async join(resource: string, owner: string, waiter: Waiter): Promise<string> {
+  async join(
+    resource: string,
+    owner: string,
+    waiter: Waiter,
+  ): Promise<{ channel: string; subscribed: boolean }> {
     const channel = this.backend.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
+    const subscribed = !queue;
     if (!queue) {
       const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
       created.ready = this.backend
@@ -49,7 +56,7 @@ export class WaitQueues {
     }
     queue.waiters.add(waiter);
     await queue.ready;
-    return channel;
+    return { channel, subscribed };
   }
 
   /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */

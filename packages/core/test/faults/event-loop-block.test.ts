@@ -12,9 +12,9 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
   const renewals: boolean[] = [];
   const onExtend = (message: unknown) => renewals.push((message as { renewal: boolean }).renewal);
   subscribe('lock:extend', onExtend);
+  const lock = await holder.acquire('blocked');
+  const rival = startHolder({ url: server.url, key: 'blocked', ttl: 30_000, wait: 20_000 });
   try {
-    const lock = await holder.acquire('blocked');
-    const rival = startHolder({ url: server.url, key: 'blocked', ttl: 30_000, wait: 20_000 });
     // The watchdog keeps the lock while the rival starts (about a second), so it waits.
     await rival.line((line) => line === 'ready');
     expect(lock.signal.aborted).toBe(false);
@@ -22,6 +22,7 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     // 1.5 s = 2.5 leases: no renewal can run, the key expires and the rival (another
     // process, so not blocked) takes it meanwhile.
     blockEventLoop(1_500);
+    const unblockedAt = process.hrtime.bigint();
     // Still inside the same synchronous run: no timer or reply has been processed yet, so
     // this is the check a holder makes before its next write.
     let write = 'not attempted';
@@ -36,7 +37,10 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     const taken = JSON.parse(await rival.line((line) => line.startsWith('{'))) as {
       owner: string;
       fence: number;
+      at: string;
     };
+    // The rival took the lock while this holder was blocked, not after.
+    expect(BigInt(taken.at)).toBeLessThan(unblockedAt);
     expect(taken.fence).toBeGreaterThan(lock.fence);
     const renewalsBefore = renewals.length;
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
@@ -54,6 +58,7 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     expect(await holder.isLocked('blocked')).toBe(false);
   } finally {
     unsubscribe('lock:extend', onExtend);
+    rival.child.kill('SIGKILL');
     await holder.close();
   }
 });

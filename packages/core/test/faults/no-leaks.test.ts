@@ -3,6 +3,7 @@ import { startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { callsBetween, commandCalls } from './support/stats.js';
 
+/** A short lease, so that a renewal left running would be due every 100 ms. */
 const TTL = 300;
 const LOCK_COMMANDS = ['evalsha', 'eval', 'pexpire', 'hset', 'hincrby', 'del', 'publish'];
 
@@ -11,15 +12,29 @@ function active(kind: 'Timeout' | 'TCPSocketWrap'): number {
   return process.getActiveResourcesInfo().filter((name) => name === kind).length;
 }
 
-it('S22: 1 000 acquire/using/release cycles, then close(): no lock command after the last release, no timer left', async () => {
-  await using server = await startRedis();
+/** A server, a locker on it and a second client for stats, with this process's timers and sockets counted before the locker existed. */
+async function lockerWithBaseline() {
+  const server = await startRedis();
   const redis = server.client();
   const stats = server.client();
   await Promise.all([redis.ping(), stats.ping()]);
-  const timersBefore = active('Timeout');
-  const socketsBefore = active('TCPSocketWrap');
-  // A short lease so that a renewal left running would be due every 100 ms.
+  const baseline = { timers: active('Timeout'), sockets: active('TCPSocketWrap') };
   const locker = createLocker({ redis, ttl: TTL });
+  /** After close(): more than a whole lease without a lock command, and nothing of the locker left alive. */
+  const expectQuietAfterClose = async () => {
+    const closedAt = await commandCalls(stats);
+    await new Promise((resolve) => setTimeout(resolve, TTL + 100));
+    expect(callsBetween(closedAt, await commandCalls(stats), LOCK_COMMANDS)).toBe(0);
+    expect(active('Timeout')).toBeLessThanOrEqual(baseline.timers);
+    expect(active('TCPSocketWrap')).toBe(baseline.sockets);
+  };
+  return { server, stats, locker, baseline, expectQuietAfterClose };
+}
+
+it('S22: 1 000 acquire/using/release cycles, then close(): no lock command after the last release, no timer left', async () => {
+  const setup = await lockerWithBaseline();
+  await using _server = setup.server;
+  const { stats, locker, baseline } = setup;
   for (let i = 0; i < 250; i++) {
     const lock = await locker.acquire(`cycle:${i % 7}`);
     await lock.release();
@@ -34,31 +49,20 @@ it('S22: 1 000 acquire/using/release cycles, then close(): no lock command after
   expect(callsBetween(new Map(), afterLastRelease, ['evalsha', 'eval'])).toBeGreaterThanOrEqual(1_000);
   // The waiting path ran: the locker's own subscriber connection is open until close().
   expect(afterLastRelease.get('subscribe')).toBeGreaterThan(0);
-  expect(active('TCPSocketWrap')).toBeGreaterThan(socketsBefore);
+  expect(active('TCPSocketWrap')).toBeGreaterThan(baseline.sockets);
   await locker.close();
-  // More than a whole lease (three renewal intervals): a stray renewal would have run by then.
-  await new Promise((resolve) => setTimeout(resolve, TTL + 100));
-  const afterClose = await commandCalls(stats);
-  expect(callsBetween(afterLastRelease, afterClose, LOCK_COMMANDS)).toBe(0);
-  expect(active('Timeout')).toBeLessThanOrEqual(timersBefore);
-  expect(active('TCPSocketWrap')).toBe(socketsBefore);
-  expect(await stats.dbsize()).toBe(
-    // Only the fence counters remain (they never expire by design); no lock key is left.
-    (await stats.keys('*:fence')).length,
-  );
+  expect(callsBetween(afterLastRelease, await commandCalls(stats), LOCK_COMMANDS)).toBe(0);
+  await setup.expectQuietAfterClose();
+  // Only the fence counters remain (they never expire, by design): no lock key is left.
+  expect(await stats.dbsize()).toBe((await stats.keys('*:fence')).length);
 });
 
 it('S22: close() with a renewed lock held and a waiter pending: the waiter rejects, then no lock command and no timer', async () => {
-  await using server = await startRedis();
-  const redis = server.client();
-  const stats = server.client();
-  await Promise.all([redis.ping(), stats.ping()]);
-  const timersBefore = active('Timeout');
-  const socketsBefore = active('TCPSocketWrap');
-  const locker = createLocker({ redis, ttl: TTL });
+  const setup = await lockerWithBaseline();
+  await using _server = setup.server;
+  const { stats, locker } = setup;
   const held = await locker.acquire('busy');
-  const waiting = locker.acquire('busy', { wait: 10_000 });
-  const settled = waiting.then(
+  const settled = locker.acquire('busy', { wait: 10_000 }).then(
     () => 'acquired',
     (error: unknown) => error,
   );
@@ -74,9 +78,5 @@ it('S22: close() with a renewed lock held and a waiter pending: the waiter rejec
     expect(() => held.assertHeld()).toThrow();
     expect(held.signal.aborted).toBe(true);
   }
-  const afterClose = await commandCalls(stats);
-  await new Promise((resolve) => setTimeout(resolve, TTL + 100));
-  expect(callsBetween(afterClose, await commandCalls(stats), LOCK_COMMANDS)).toBe(0);
-  expect(active('Timeout')).toBeLessThanOrEqual(timersBefore);
-  expect(active('TCPSocketWrap')).toBe(socketsBefore);
+  await setup.expectQuietAfterClose();
 });

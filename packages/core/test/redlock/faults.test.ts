@@ -1,6 +1,6 @@
 import { startMasters, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
-import { QuorumError } from '../../src/errors.js';
+import { AcquireTimeoutError, QuorumError } from '../../src/errors.js';
 import { createRedlock } from '../../src/redlock/index.js';
 import { checkHistory, type Interval } from '../support/history.js';
 import { ownersOn } from './support.js';
@@ -62,13 +62,18 @@ describe('RedLock with crashed masters', () => {
     expect(failures / (contenders * rounds), [...errors].join('; ')).toBeLessThanOrEqual(0.01);
     expect(intervals.length).toBe(contenders * rounds - failures);
 
-    // A third crash leaves 2 of 5: no majority is possible, so acquisition fails closed.
+    // A third crash leaves 2 of 5: no majority is possible, so acquisition fails closed: at once
+    // for a single try, and after retrying for the whole wait for a waiting acquire.
     await masters.servers[4]!.kill();
-    const error = await lockers[0]!
+    const once = await lockers[0]!.acquire('crash', { ttl: 2_000, wait: 0 }).catch((caught: unknown) => caught);
+    expect(once).toBeInstanceOf(QuorumError);
+    expect(once).toMatchObject({ needed: 3, agreed: 2, refused: 0, failed: 3, timedOut: 0 });
+    const waited = await lockers[0]!
       .acquire('crash', { ttl: 2_000, wait: 1_000 })
       .catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(QuorumError);
-    expect(error).toMatchObject({ needed: 3, agreed: 2, refused: 0, failed: 3, timedOut: 0 });
+    expect(waited).toBeInstanceOf(AcquireTimeoutError);
+    expect((waited as AcquireTimeoutError).attempts).toBeGreaterThan(1);
+    expect((waited as Error).cause).toMatchObject({ needed: 3, agreed: 2, failed: 3 });
     expect(await ownersOn(clients.slice(1, 3), 'lock:crash')).toEqual([null, null]);
     await Promise.all(lockers.map((locker) => locker.close()));
   });
