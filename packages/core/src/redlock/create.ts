@@ -1,6 +1,5 @@
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
 import { refuseUnknown } from '../engine/options.js';
-import { InvalidOptionError } from '../errors.js';
 import type { Locker } from '../types.js';
 import { quorumBackend } from './backend.js';
 import type { QuorumBackendOptions } from './options.js';
@@ -19,8 +18,6 @@ const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor'] as
  * and fences that strictly increase across owners (a quorum max-register).
  */
 export function createRedlock(options: RedlockOptions): Locker {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
   refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options');
   const { clients, protocol, nodeTimeout, driftFactor, ...engine } = options;
   const backend = quorumBackend({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
