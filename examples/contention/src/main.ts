@@ -19,11 +19,15 @@ await redis.hset(stockKey, 'fence', '0', 'value', '100');
 await redis.expire(stockKey, 300);
 
 const worker = fileURLToPath(new URL('./worker.ts', import.meta.url));
-const children = ['alice', 'bob'].map((name) => fork(worker, [name, url, stockKey, String(rounds)], { stdio: 'inherit' }));
+const children = ['alice', 'bob'].map((name) =>
+  fork(worker, [name, url, stockKey, String(rounds)], { stdio: 'inherit' }),
+);
 const workers = children.map(
   (child) =>
     new Promise<void>((resolve, reject) => {
-      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exited with ${code}`))));
+      child.once('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`worker exited with ${code}`)),
+      );
     }),
 );
 // Both start at the same moment, once each has loaded, so they really contend.

@@ -17,7 +17,9 @@ for (let round = 0; round < Number(roundsArg); round++) {
     const left = Number(stock?.value ?? 0) - 1;
     await new Promise((resolve) => setTimeout(resolve, 50));
     const written = await fencedSet(redis, stockKey, lock.fence, String(left));
-    console.log(`${at()}  ${name.padEnd(5)} holds the lock (fence ${lock.fence}), stock -> ${left}${written ? '' : ' REFUSED'}`);
+    console.log(
+      `${at()}  ${name.padEnd(5)} holds the lock (fence ${lock.fence}), stock -> ${left}${written ? '' : ' REFUSED'}`,
+    );
   });
   await new Promise((resolve) => setTimeout(resolve, 10));
 }

@@ -3,10 +3,8 @@ import {
   createEngine,
   type Lock,
   type Locker,
-  lockEvents,
   NotOwnerError,
   type RedisClient,
-  type ReleaseReply,
   singleBackend,
 } from '@lock/core';
 import { FairLockProtocol } from './fair/protocol.js';
@@ -27,13 +25,6 @@ export interface AcquireRequest {
   readonly signal?: AbortSignal;
 }
 
-interface ReleaseEvent {
-  readonly key: string;
-  readonly owner: string;
-  readonly protocol: string;
-  readonly result: ReleaseReply;
-}
-
 /**
  * What one Redisson client shares between its lock objects: its id, one engine per lock kind
  * (waiting, watchdog and events are the engine's), the handles of the holds it has taken, and
@@ -44,31 +35,24 @@ export class ClientCore {
   readonly redis: RedisClient;
   readonly prefix: string;
   readonly watchdogTimeout: number;
-  readonly fairWait: number;
   readonly protocols: Readonly<Record<LockKind, RedissonProtocol>>;
   readonly threads = new Threads();
   private readonly engines = new Map<LockKind, Locker>();
   private readonly handles = new Map<string, Lock[]>();
-  private readonly releases = new Map<string, ReleaseReply>();
-  private readonly onRelease = (message: unknown) => {
-    const event = message as ReleaseEvent;
-    const key = releaseKey(event.protocol, event.key, event.owner);
-    if (this.releases.has(key)) this.releases.set(key, event.result);
-  };
 
   constructor(private readonly options: RedissonOptions) {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.watchdogTimeout = options.lockWatchdogTimeout ?? WATCHDOG_TIMEOUT;
-    this.fairWait = options.fairLockWaitTimeout ?? 300_000;
     this.protocols = {
       lock: new RLockProtocol(),
       fenced: new FencedLockProtocol(),
-      fair: new FairLockProtocol(),
+      fair: new FairLockProtocol(
+        options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout },
+      ),
       read: new ReadLockProtocol(),
       write: new WriteLockProtocol(),
     };
-    lockEvents.release.subscribe(this.onRelease);
   }
 
   resource(name: string): string {
@@ -79,29 +63,16 @@ export class ClientCore {
     return `${this.id}:${thread}`;
   }
 
-  /** Takes one hold of `name` as the call's thread; `prepare` runs first with the owner it acts as. */
-  async acquire(
-    kind: LockKind,
-    name: string,
-    request: AcquireRequest,
-    around: { before?(owner: string): void; after?(owner: string, error: unknown): Promise<void> } = {},
-  ): Promise<Lock> {
+  /** Takes one hold of `name` as the call's thread. */
+  async acquire(kind: LockKind, name: string, request: AcquireRequest): Promise<Lock> {
     const { thread, unchained } = this.threads.forAcquire(request.threadId);
     const owner = this.owner(thread);
-    around.before?.(owner);
-    let lock: Lock;
-    try {
-      lock = await this.engine(kind).acquire(name, {
-        owner,
-        wait: request.wait,
-        ...(request.lease === undefined ? {} : { ttl: request.lease }),
-        ...(request.signal === undefined ? {} : { signal: request.signal }),
-      });
-    } catch (error) {
-      await around.after?.(owner, error);
-      throw error;
-    }
-    await around.after?.(owner, undefined);
+    const lock = await this.engine(kind).acquire(name, {
+      owner,
+      wait: request.wait,
+      ...(request.lease === undefined ? {} : { ttl: request.lease }),
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
+    });
     const key = holdKey(kind, name, owner);
     const stack = this.handles.get(key) ?? [];
     stack.push(lock);
@@ -121,8 +92,9 @@ export class ClientCore {
       this.handles.delete(key);
       this.threads.release(lockKey(kind, name), thread);
     }
+    // The handle answers what the script did (a lost hold answers not-owner) and stops its renewal.
     const result = handle
-      ? await this.release(kind, handle)
+      ? await handle.release()
       : await this.protocols[kind].unlock(this.redis, this.resource(name), owner, this.watchdogTimeout);
     if (result === 'not-owner') throw new NotOwnerError(name, owner);
   }
@@ -133,25 +105,8 @@ export class ClientCore {
   }
 
   async close(): Promise<void> {
-    lockEvents.release.unsubscribe(this.onRelease);
     await Promise.all([...this.engines.values()].map((engine) => engine.close()));
     this.engines.clear();
-  }
-
-  /** Releases through the engine's handle (which stops its renewal) and reads what the script answered. */
-  private async release(kind: LockKind, handle: Lock): Promise<ReleaseReply> {
-    if (handle.signal.aborted) {
-      await handle.release();
-      return 'not-owner';
-    }
-    const key = releaseKey(this.protocols[kind].name, handle.key, handle.owner);
-    this.releases.set(key, 'released');
-    try {
-      await handle.release();
-      return this.releases.get(key) ?? 'released';
-    } finally {
-      this.releases.delete(key);
-    }
   }
 
   private engine(kind: LockKind): Locker {
@@ -177,4 +132,3 @@ export class ClientCore {
 
 const lockKey = (kind: LockKind, name: string): string => `${kind}\n${name}`;
 const holdKey = (kind: LockKind, name: string, owner: string): string => `${kind}\n${name}\n${owner}`;
-const releaseKey = (protocol: string, key: string, owner: string): string => `${protocol}\n${key}\n${owner}`;

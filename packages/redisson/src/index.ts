@@ -1,4 +1,4 @@
-export { FAIR_WAIT_ALLOWANCE, type FairAttempt, FairLockProtocol } from './fair/protocol.js';
+export { FAIR_WAIT_ALLOWANCE, FairLockProtocol, type FairLockProtocolOptions } from './fair/protocol.js';
 export { FencedLockProtocol } from './fenced/protocol.js';
 export { HashLockProtocol, WATCHDOG_TIMEOUT } from './hash-protocol.js';
 export type { LockKind, RedissonProtocol } from './kinds.js';

@@ -1,6 +1,5 @@
 import { AcquireTimeoutError, LockBusyError } from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
-import type { FairLockProtocol } from './fair/protocol.js';
 import type { LockKind } from './kinds.js';
 import { checkMs } from './options.js';
 import type { ThreadOptions } from './thread.js';
@@ -144,28 +143,11 @@ export class RFencedLock extends RLock {
 
 /**
  * Redisson's RFairLock: waiters get the lock in the order they asked for it, Java and Node
- * waiters alike. A waiter that gives up (timeout, abort) leaves the queue at once.
+ * waiters alike. A waiter that gives up (timeout, abort, shutdown) leaves the queue at once.
  */
 export class RFairLock extends RLock {
   constructor(client: ClientCore, name: string) {
     super(client, name, 'fair');
-  }
-
-  protected override take(options: LockOptions, wait: number) {
-    const fair = this.protocol as FairLockProtocol;
-    const { redis, fairWait } = this.client;
-    const resource = this.resource;
-    // A waiting tryLock queues with its own wait as the allowance, as Redisson's does.
-    const allowance = wait > 0 && Number.isFinite(wait) ? wait : fairWait;
-    return this.client.acquire(this.kind, this.name, this.request(options, wait), {
-      before: (owner) => fair.expect(resource, owner, { queue: wait > 0, allowance }),
-      after: async (owner, error) => {
-        fair.forget(resource, owner);
-        // Whatever stopped the wait (timeout, abort, shutdown, a Redis error), leave the queue at
-        // once rather than block later waiters until the deadline; the caller sees its own error.
-        if (error !== undefined) await fair.giveUp(redis, resource, owner, allowance).catch(() => {});
-      },
-    });
   }
 }
 

@@ -11,7 +11,10 @@ export interface RedissonOptions {
   readonly prefix?: string;
   /** Redisson's `lockWatchdogTimeout` in ms: the lease of locks taken without one, renewed every third of it. Default: `30_000`. */
   readonly lockWatchdogTimeout?: number;
-  /** Redisson's `fairLockWaitTimeout` in ms: how long a queued fair-lock waiter may go silent before it is dropped. Default: `300_000`. */
+  /**
+   * Redisson's `fairLockWaitTimeout` in ms: how long a queued fair-lock waiter may go silent
+   * before it is dropped, for `lock()`; a waiting `tryLock` uses its own `wait`. Default: `300_000`.
+   */
   readonly fairLockWaitTimeout?: number;
   /** WAIT for replicas after each acquisition, as Redisson's `checkLockSyncedSlaves`; see `@lock/core`. Default: `'auto'`. */
   readonly replication?: ReplicationOptions;

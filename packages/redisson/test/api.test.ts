@@ -1,4 +1,11 @@
-import { InvalidKeyError, InvalidOptionError, LockAbortError, lockEvents, NotOwnerError } from '@lock/core';
+import {
+  InvalidKeyError,
+  InvalidOptionError,
+  LockAbortError,
+  LockerClosedError,
+  lockEvents,
+  NotOwnerError,
+} from '@lock/core';
 import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -204,6 +211,22 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
       0,
     );
     await fair.unlock({ threadId: 1 });
-    expect(await redis.dbsize()).toBe(0);
+    expect(await redis.keys('*')).toEqual(['redisson_lock_token:{fair:abort}']);
+  });
+
+  it('a fair-lock waiter whose client shuts down rejects with LockerClosedError and leaves the queue', async () => {
+    const queue = 'redisson_lock_queue:{fair:close}';
+    const fair = redisson.getFairLock('fair:close');
+    await fair.lock({ threadId: 1 });
+    const closing = createRedisson({ redis });
+    const waiting = closing
+      .getFairLock('fair:close')
+      .lock({ threadId: 2 })
+      .catch((error: unknown) => error);
+    await waitFor('the waiter queued', async () => (await redis.llen(queue)) === 1);
+    await closing.shutdown();
+    expect(await waiting).toBeInstanceOf(LockerClosedError);
+    expect(await redis.exists(queue, 'redisson_lock_timeout:{fair:close}')).toBe(0);
+    await fair.unlock({ threadId: 1 });
   });
 });

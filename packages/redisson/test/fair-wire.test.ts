@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { InvalidOptionError } from '@lock/core';
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FairLockProtocol } from '../src/fair/protocol.js';
@@ -9,11 +10,12 @@ const name = 'orders:42';
 const queue = 'redisson_lock_queue:{orders:42}';
 const zset = 'redisson_lock_timeout:{orders:42}';
 const channel = 'redisson_lock__channel:{orders:42}';
+const token = 'redisson_lock_token:{orders:42}';
 
 describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)', () => {
   const context = useRedis();
   let now = 1_795_305_388_030;
-  const protocol = new FairLockProtocol(() => now);
+  const protocol = new FairLockProtocol({ now: () => now });
   const [a, b, c, d] = [1, 2, 3, 4].map(() => `${randomUUID()}:1`) as [string, string, string, string];
 
   let redis: Redis;
@@ -24,7 +26,11 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
   });
 
   it('queues waiters with deadlines one allowance apart, wakes only the head, and serves in order', async () => {
-    expect(await protocol.acquire(redis, name, a, 30_000)).toMatchObject({ acquired: true, holds: 1 });
+    expect(await protocol.acquire(redis, name, a, 30_000)).toMatchObject({
+      acquired: true,
+      holds: 1,
+      fence: 1,
+    });
     now += 104;
     const waitB = await protocol.acquire(redis, name, b, 30_000);
     expect(waitB.acquired).toBe(false);
@@ -36,7 +42,8 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     expect(waitC).toEqual({ acquired: false, remaining: now - 105 + ttlB + 300_000 - now });
 
     let keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name, queue, zset]);
+    expect(Object.keys(keys)).toEqual([name, queue, zset, token]);
+    expect(keys[token]).toEqual({ type: 'string', pttl: -1, value: '1' });
     expect(keys[name]).toMatchObject({ type: 'hash', value: { [a]: '1' } });
     expect(keys[queue]).toEqual({ type: 'list', pttl: -1, value: [b, c] });
     expect(keys[zset]).toEqual({
@@ -49,9 +56,7 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     now += 600;
     const retryB = await protocol.acquire(redis, name, b, 30_000);
     expect(retryB.acquired).toBe(false);
-    protocol.expect(name, d, { queue: false, allowance: 300_000 });
-    expect((await protocol.acquire(redis, name, d, 30_000)).acquired).toBe(false);
-    protocol.forget(name, d);
+    expect((await protocol.acquire(redis, name, d, 30_000, { wait: 0 })).acquired).toBe(false);
     expect(await redis.lrange(queue, 0, -1)).toEqual([b, c]);
 
     expect(await protocol.release(redis, name, a, '30000')).toBe('released');
@@ -59,30 +64,70 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
 
     // C is not the head: it keeps waiting although the lock is free.
     expect(await protocol.acquire(redis, name, c, 30_000)).toEqual({ acquired: false, remaining: 0 });
-    expect(await protocol.acquire(redis, name, b, 30_000)).toMatchObject({ acquired: true, holds: 1 });
+    expect(await protocol.acquire(redis, name, b, 30_000)).toMatchObject({
+      acquired: true,
+      holds: 1,
+      fence: 2,
+    });
+    expect(await protocol.acquire(redis, name, b, 30_000)).toMatchObject({
+      acquired: true,
+      holds: 2,
+      fence: 2,
+    });
     keys = await dump(redis);
-    expect(keys[name]!.value).toEqual({ [b]: '1' });
+    expect(keys[name]!.value).toEqual({ [b]: '2' });
     expect(keys[queue]!.value).toEqual([c]);
     expect(keys[zset]!.value).toEqual({ [c]: now - 600 - 105 + ttlB + 300_000 });
 
-    await protocol.giveUp(redis, name, c, 300_000);
-    expect(Object.keys(await dump(redis))).toEqual([name]);
+    await protocol.abandon(redis, name, c, { wait: Number.POSITIVE_INFINITY });
+    expect(Object.keys(await dump(redis))).toEqual([name, token]);
+    expect(await protocol.inspect(redis, name)).toMatchObject({ held: true, owner: b, holds: 2, fence: 2 });
     expect(await protocol.forceUnlock(redis, name)).toBe(true);
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual({ [token]: { type: 'string', pttl: -1, value: '2' } });
     expect(await published.take()).toEqual([]);
+  });
+
+  it('a bounded wait is the allowance of the deadline it queues with and of the shift its abandon makes', async () => {
+    await protocol.acquire(redis, name, a, 30_000);
+    const waitB = await protocol.acquire(redis, name, b, 30_000, { wait: 50 });
+    const expectedB = waitB.acquired ? -1 : waitB.remaining;
+    expect(Number(await redis.zscore(zset, b))).toBe(now + expectedB + 50);
+    const waitC = await protocol.acquire(redis, name, c, 30_000, { wait: 20_000 });
+    expect(waitC).toEqual({ acquired: false, remaining: expectedB + 50 });
+    const deadlineC = Number(await redis.zscore(zset, c));
+    expect(deadlineC).toBe(now + expectedB + 50 + 20_000);
+    await protocol.abandon(redis, name, b, { wait: 50 });
+    expect(await redis.lrange(queue, 0, -1)).toEqual([c]);
+    expect(Number(await redis.zscore(zset, c))).toBe(deadlineC - 50);
+    await protocol.abandon(redis, name, c, { wait: 20_000 });
+    expect(Object.keys(await dump(redis))).toEqual([name, token]);
   });
 
   it('drops a dead head waiter (deadline passed) so a newcomer can take the free lock', async () => {
     await protocol.acquire(redis, name, a, 30_000);
-    protocol.expect(name, b, { queue: true, allowance: 50 });
-    expect((await protocol.acquire(redis, name, b, 30_000)).acquired).toBe(false);
-    protocol.forget(name, b);
+    expect((await protocol.acquire(redis, name, b, 30_000, { wait: 50 })).acquired).toBe(false);
     await redis.del(name);
     now += 40_000;
     expect(await protocol.acquire(redis, name, d, 30_000)).toMatchObject({ acquired: true });
     const keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name]);
+    expect(Object.keys(keys)).toEqual([name, token]);
     expect(keys[name]!.value).toEqual({ [d]: '1' });
+  });
+
+  it('refuses a bad wait timeout or clock up front, naming it', () => {
+    for (const waitTimeout of [0, -1, 1.5, Number.NaN, '300000']) {
+      const error = (() => {
+        try {
+          return new FairLockProtocol({ waitTimeout: waitTimeout as number });
+        } catch (thrown) {
+          return thrown;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option: 'waitTimeout' });
+      expect((error as Error).message).toContain(String(waitTimeout));
+    }
+    expect(() => new FairLockProtocol({ now: 5 as never })).toThrow(InvalidOptionError);
   });
 
   it('unlocking a lock that is already gone succeeds and wakes the head, as Redisson does', async () => {

@@ -11,6 +11,9 @@ import { useRedis } from './helpers/server.js';
 const name = 'orders:42';
 const channel = 'redisson_lock__channel:{orders:42}';
 const latchPattern = /^redisson_unlock_latch:\{orders:42\}:[0-9a-f]{32}$/;
+/** Redisson's RFencedLock counter: the one key this package writes that Java's RLock does not. */
+const token = 'redisson_lock_token:{orders:42}';
+const counterAt = (value: number) => ({ [token]: { type: 'string', pttl: -1, value: String(value) } });
 
 describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
   const context = useRedis();
@@ -32,19 +35,21 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
   it('acquire writes one hash field "<uuid>:<thread>" = "1" with the full lease, and re-entry counts up', async () => {
     expect(us).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:1$/);
     const first = await protocol.acquire(redis, name, us, 30_000);
-    expect(first).toMatchObject({ acquired: true, holds: 1, token: '30000' });
+    expect(first).toMatchObject({ acquired: true, holds: 1, token: '30000', fence: 1 });
     let keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name]);
+    expect(Object.keys(keys)).toEqual([name, token]);
+    expect(keys[token]).toEqual(counterAt(1)[token]);
     expect(keys[name]).toMatchObject({ type: 'hash', value: { [us]: '1' } });
     expect(keys[name]!.pttl).toBeGreaterThan(29_000);
     expect(keys[name]!.pttl).toBeLessThanOrEqual(30_000);
 
     await redis.pexpire(name, 5_000);
-    // A re-entry shares its hold's fence (the server clock in µs at the first acquisition).
-    const again = await protocol.acquire(redis, name, us, 30_000);
-    expect(again).toMatchObject({ acquired: true, holds: 2, fence: first.acquired ? first.fence : -1 });
+    // A re-entry reads its hold's fence back without drawing a new one.
+    const again = await new RLockProtocol().acquire(redis, name, us, 30_000);
+    expect(again).toMatchObject({ acquired: true, holds: 2, fence: 1 });
     keys = await dump(redis);
     expect(keys[name]!.value).toEqual({ [us]: '2' });
+    expect(keys[token]!.value).toBe('1');
     expect(keys[name]!.pttl).toBeGreaterThan(29_000); // re-entry resets the lease
   });
 
@@ -63,7 +68,7 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
   it('unlock by a non-owner answers not-owner, publishes nothing and leaves no latch', async () => {
     await protocol.acquire(redis, name, us, 30_000);
     expect(await protocol.release(redis, name, `${randomUUID()}:1`, '30000')).toBe('not-owner');
-    expect(Object.keys(await dump(redis))).toEqual([name]);
+    expect(Object.keys(await dump(redis))).toEqual([name, token]);
     expect(await published.take()).toEqual([]);
   });
 
@@ -74,7 +79,7 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     await scripts.take();
     expect(await protocol.release(redis, name, us, '30000')).toBe('held');
     const keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name]);
+    expect(Object.keys(keys)).toEqual([name, token]);
     expect(keys[name]!.value).toEqual({ [us]: '1' });
     expect(keys[name]!.pttl).toBeGreaterThan(29_000);
     const set = (await scripts.take()).find(([command]) => command === 'set');
@@ -89,7 +94,7 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     await protocol.acquire(redis, name, us, 30_000);
     await scripts.take();
     expect(await protocol.release(redis, name, us, '30000')).toBe('released');
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(1));
     expect(await published.take()).toEqual([{ channel, message: '0' }]);
     const commands = await scripts.take();
     expect(commands).toContainEqual(['publish', channel, '0']);
@@ -122,7 +127,7 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     expect(await redis.pttl(name)).toBeGreaterThan(29_000);
     await protocol.release(redis, name, us, '30000');
     expect(await protocol.extend(redis, name, us, '30000', 30_000)).toBeNull();
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(1));
   });
 
   it('an explicit lease is the PEXPIRE', async () => {
@@ -135,13 +140,13 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
   it('forceUnlock deletes whoever holds it and publishes "0"; again it answers false', async () => {
     await protocol.acquire(redis, name, `${randomUUID()}:77`, 10_000);
     expect(await protocol.forceUnlock(redis, name)).toBe(true);
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(1));
     expect(await published.take()).toEqual([{ channel, message: '0' }]);
     expect(await protocol.forceUnlock(redis, name)).toBe(false);
     expect(await published.take()).toEqual([]);
   });
 
-  it('inspect reports holder, count and TTL', async () => {
+  it('inspect reports holder, count, TTL and the fence, the same to any client', async () => {
     expect(await protocol.inspect(redis, name)).toEqual({
       held: false,
       ttl: null,
@@ -152,10 +157,19 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     await protocol.acquire(redis, name, us, 30_000);
     await protocol.acquire(redis, name, us, 30_000);
     const seen = await protocol.inspect(redis, name);
-    expect(seen).toMatchObject({ held: true, owner: us, holds: 2 });
-    expect(seen.fence).toBeGreaterThan(0);
-    expect((await new RLockProtocol().inspect(redis, name)).fence).toBeNull(); // another client cannot know it
+    expect(seen).toMatchObject({ held: true, owner: us, holds: 2, fence: 1 });
     expect(seen.ttl).toBeGreaterThan(29_000);
+    // Another client (another protocol object) sees the same holder and fence.
+    expect(await new RLockProtocol().inspect(redis, name)).toMatchObject({ owner: us, holds: 2, fence: 1 });
+    await protocol.release(redis, name, us, '30000');
+    await protocol.release(redis, name, us, '30000');
+    expect(await protocol.inspect(redis, name)).toEqual({
+      held: false,
+      ttl: null,
+      owner: null,
+      fence: 1,
+      holds: 0,
+    });
   });
 
   it('fenced lock: every acquisition, re-entry included, INCRs redisson_lock_token:{name}, which has no TTL', async () => {

@@ -10,19 +10,18 @@
   KEYS[1] lock hash
   KEYS[2] queue list redisson_lock_queue:{name}
   KEYS[3] deadline zset redisson_lock_timeout:{name}
+  KEYS[4] fence counter redisson_lock_token:{name} (never expires; see the RLock acquire script)
   ARGV[1] lease in ms
   ARGV[2] owner field
   ARGV[3] wait allowance in ms (Redisson's fairLockWaitTimeout, or the caller's wait)
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] 1 to join the queue when the lock is busy, 0 to try once without queueing
 
-  Returns {1, holds, fence} when taken or re-entered (fence: the server clock in µs), {0, ms}
-  when busy: the expected wait for a queued caller, else the holder's PTTL (0 when the lock is
-  free but another waiter is first).
+  Returns {1, holds, fence} when taken or re-entered (fence: drawn from the counter by a first
+  acquisition, read back by a re-entry), {0, ms} when busy: the expected wait for a queued
+  caller, else the holder's PTTL (0 when the lock is free but another waiter is first).
 ]]
-local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
-local clock = redis.call('time')
-local fence = clock[1] * 1000000 + clock[2]
+local lock, queue, deadlines, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, allowance, now = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 
 while true do
@@ -44,14 +43,14 @@ if redis.call('exists', lock) == 0 then
     end
     redis.call('hset', lock, owner, 1)
     redis.call('pexpire', lock, ARGV[1])
-    return {1, 1, fence}
+    return {1, 1, redis.call('incr', counter)}
   end
 end
 
 if redis.call('hexists', lock, owner) == 1 then
   local holds = redis.call('hincrby', lock, owner, 1)
   redis.call('pexpire', lock, ARGV[1])
-  return {1, holds, fence}
+  return {1, holds, tonumber(redis.call('get', counter) or '0')}
 end
 
 if ARGV[5] == '0' then

@@ -1,6 +1,14 @@
-import { type AcquireReply, LuaScript, type RedisClient, type ReleaseReply } from '@lock/core';
+import {
+  type AcquireReply,
+  type AttemptContext,
+  InvalidOptionError,
+  LuaScript,
+  type RedisClient,
+  type ReleaseReply,
+} from '@lock/core';
 import { RLockProtocol, UNLOCK_MESSAGE } from '../lock/protocol.js';
-import { fairQueue, fairTimeouts, lockChannel } from '../names.js';
+import { fairQueue, fairTimeouts, fenceCounter, lockChannel } from '../names.js';
+import { checkMs } from '../options.js';
 import { publishCommand } from '../publish.js';
 import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
@@ -17,38 +25,38 @@ const forceReleaseScript = new LuaScript(forceReleaseLua);
 /** Redisson's default `fairLockWaitTimeout`: how long a queued waiter may go silent before it counts as dead. */
 export const FAIR_WAIT_ALLOWANCE = 300_000;
 
-/** How one owner's pending attempts behave: join the queue or not, and with which allowance. */
-export interface FairAttempt {
-  /** Join the queue when busy (a waiting lock/tryLock) rather than try once. */
-  readonly queue: boolean;
-  /** The waiter's allowance in ms; Redisson uses the caller's wait when one is given. */
-  readonly allowance: number;
+/** Options of `FairLockProtocol`. */
+export interface FairLockProtocolOptions {
+  /**
+   * Redisson's `fairLockWaitTimeout` in ms: the allowance of a waiter whose wait is unbounded
+   * (a waiter with a bounded wait gets its wait, as in Redisson). Default: `300_000`.
+   */
+  readonly waitTimeout?: number;
+  /** The clock waiter deadlines are written in, epoch ms; Redisson uses each client's own. Default: `Date.now`. */
+  readonly now?: () => number;
 }
 
 /**
  * Redisson's RFairLock: the RLock hash plus a FIFO queue and a deadline zset; a release wakes
- * only the head waiter on `redisson_lock__channel:{name}:<owner>`. Times come from the
- * caller's clock (epoch ms), as in Redisson.
+ * only the head waiter on `redisson_lock__channel:{name}:<owner>`. An attempt joins the queue
+ * only when its acquire call may wait (`context.wait > 0`; without a context it does, as Java's
+ * `lock()`), and a waiter that gives up leaves the queue through `abandon`.
  */
 export class FairLockProtocol extends RLockProtocol {
   override readonly name = 'redisson-fair';
-  private readonly attempts = new Map<string, FairAttempt>();
+  private readonly waitTimeout: number;
+  private readonly now: () => number;
 
-  constructor(private readonly now: () => number = Date.now) {
+  constructor(options: FairLockProtocolOptions = {}) {
     super();
+    this.waitTimeout = checkMs(options.waitTimeout, 'waitTimeout') ?? FAIR_WAIT_ALLOWANCE;
+    const now = options.now ?? Date.now;
+    if (typeof now !== 'function') throw new InvalidOptionError('now', now, 'a function answering epoch ms');
+    this.now = now;
   }
 
   override channel(resource: string, waiter: string): string {
     return `${lockChannel(resource)}:${waiter}`;
-  }
-
-  /** Sets how `owner`'s next attempts on `resource` behave until `forget()`; by default they queue with the 5-minute allowance. */
-  expect(resource: string, owner: string, attempt: FairAttempt): void {
-    this.attempts.set(attemptKey(resource, owner), attempt);
-  }
-
-  forget(resource: string, owner: string): void {
-    this.attempts.delete(attemptKey(resource, owner));
   }
 
   override async acquire(
@@ -56,22 +64,29 @@ export class FairLockProtocol extends RLockProtocol {
     resource: string,
     owner: string,
     ttl: number,
+    context?: AttemptContext,
   ): Promise<AcquireReply> {
-    const { queue, allowance } = this.attempts.get(attemptKey(resource, owner)) ?? {
-      queue: true,
-      allowance: FAIR_WAIT_ALLOWANCE,
-    };
+    const queue = (context?.wait ?? Number.POSITIVE_INFINITY) > 0;
     const reply = await acquireScript.run(
       redis,
-      [resource, fairQueue(resource), fairTimeouts(resource)],
-      [ttl, owner, allowance, this.now(), queue ? 1 : 0],
+      [resource, fairQueue(resource), fairTimeouts(resource), fenceCounter(resource)],
+      [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0],
     );
-    return this.fences.settle(resource, owner, acquireReply(reply, ttl));
+    return acquireReply(reply, ttl);
   }
 
-  /** Leaves the queue after a waiting attempt gave up, shifting later waiters by `allowance`. */
-  async giveUp(redis: RedisClient, resource: string, owner: string, allowance: number): Promise<void> {
-    await giveUpScript.run(redis, [fairQueue(resource), fairTimeouts(resource)], [owner, allowance]);
+  /** Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer. */
+  async abandon(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    context?: AttemptContext,
+  ): Promise<void> {
+    await giveUpScript.run(
+      redis,
+      [fairQueue(resource), fairTimeouts(resource)],
+      [owner, this.allowance(context)],
+    );
   }
 
   override async unlock(
@@ -81,15 +96,13 @@ export class FairLockProtocol extends RLockProtocol {
     lease: number,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
-    const reply = await unlockWithLatch(
+    return unlockWithLatch(
       redis,
       releaseScript,
       resource,
       [resource, fairQueue(resource), fairTimeouts(resource), lockChannel(resource)],
       [UNLOCK_MESSAGE, lease, owner, this.now(), publish],
     );
-    if (reply !== 'held') this.fences.forget(resource, owner);
-    return reply;
   }
 
   override async forceUnlock(redis: RedisClient, resource: string): Promise<boolean> {
@@ -101,6 +114,10 @@ export class FairLockProtocol extends RLockProtocol {
     );
     return reply === 1;
   }
-}
 
-const attemptKey = (resource: string, owner: string): string => `${owner}\n${resource}`;
+  /** A waiter's allowance, as Redisson computes it: its own wait when bounded, else `waitTimeout`. */
+  private allowance(context: AttemptContext | undefined): number {
+    const wait = context?.wait ?? Number.POSITIVE_INFINITY;
+    return wait > 0 && Number.isFinite(wait) ? wait : this.waitTimeout;
+  }
+}

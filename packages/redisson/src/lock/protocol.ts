@@ -5,20 +5,20 @@ import {
   type RedisClient,
   type ReleaseReply,
 } from '@lock/core';
-import { FirstFences } from '../fences.js';
 import { HashLockProtocol } from '../hash-protocol.js';
-import { inspectHash } from '../inspect.js';
-import { lockChannel } from '../names.js';
+import { fenceCounter, lockChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
 import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
+import inspectLua from './inspect.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(acquireLua);
+const rlockAcquire = new LuaScript(acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
+const inspectScript = new LuaScript(inspectLua);
 
 /** What RLock's unlock publishes: Redisson's `UNLOCK_MESSAGE`, which wakes one waiter per JVM. */
 export const UNLOCK_MESSAGE = '0';
@@ -26,33 +26,34 @@ export const UNLOCK_MESSAGE = '0';
 /**
  * Redisson's RLock (RedissonLock): a hash at the bare name holding `<uuid>:<thread>` → count,
  * released with `0` on `redisson_lock__channel:{name}`. Owners handed to this protocol are
- * Redisson owner strings; tokens carry the lease (`leaseOf`).
+ * Redisson owner strings; tokens carry the lease (`leaseOf`). Fences come from
+ * `redisson_lock_token:{name}`, the counter of Redisson's RFencedLock, which a Node first
+ * acquisition bumps and a Java RLock never does.
  */
 export class RLockProtocol extends HashLockProtocol {
   readonly name: string = 'redisson';
-  protected readonly fences = new FirstFences();
+  /** One attempt: KEYS [hash, fence counter], ARGV [lease, owner]; the fenced lock draws a token on re-entry too. */
+  protected readonly acquireScript: LuaScript = rlockAcquire;
 
   channel(resource: string, _waiter: string): string {
     return lockChannel(resource);
   }
 
   async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
-    const reply = acquireReply(await acquireScript.run(redis, [resource], [ttl, owner]), ttl);
-    return this.fences.settle(resource, owner, reply);
+    const reply = await this.acquireScript.run(redis, [resource, fenceCounter(resource)], [ttl, owner]);
+    return acquireReply(reply, ttl);
   }
 
   /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */
   async unlock(redis: RedisClient, resource: string, owner: string, lease: number): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
-    const reply = await unlockWithLatch(
+    return unlockWithLatch(
       redis,
       releaseScript,
       resource,
       [resource, lockChannel(resource)],
       [UNLOCK_MESSAGE, lease, owner, publish],
     );
-    if (reply !== 'held') this.fences.forget(resource, owner);
-    return reply;
   }
 
   /** Deletes the lock whoever holds it; true when there was one. */
@@ -66,10 +67,16 @@ export class RLockProtocol extends HashLockProtocol {
     return reply === 1;
   }
 
-  /** The fence is known only to the client holding the lock (the layout stores none); null elsewhere. */
+  /** The holder (the hash's first field), its count, the TTL and the last fence drawn on this name. */
   async inspect(redis: RedisClient, resource: string): Promise<Inspection> {
-    const seen = await inspectHash(redis, resource);
-    return seen.owner === null ? seen : { ...seen, fence: this.fences.of(resource, seen.owner) };
+    const [fence, ttl, holds, owner] = (await inspectScript.run(
+      redis,
+      [resource, fenceCounter(resource)],
+      [],
+    )) as [number, number?, number?, string?];
+    const last = fence < 0 ? null : fence;
+    if (owner === undefined) return { held: false, ttl: null, owner: null, fence: last, holds: 0 };
+    return { held: true, ttl: ttl ?? null, owner, fence: last, holds: holds ?? 0 };
   }
 
   isReleaseMessage(message: string): boolean {

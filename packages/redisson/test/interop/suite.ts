@@ -3,7 +3,7 @@ import { NotOwnerError } from '@lock/core';
 import { waitFor } from '@lock/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { keysWithoutTtl } from '../../../core/test/contract/keys.js';
-import { createRedisson, type Redisson } from '../../src/index.js';
+import { createRedisson, FairLockProtocol, type Redisson, RLockProtocol } from '../../src/index.js';
 import { JavaPeer } from '../peer/java-peer.js';
 import type { Topology } from './topology.js';
 
@@ -283,6 +283,27 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
       expect(tokens).toEqual([1, 2, 3, 4, 5]);
       expect(await fenced.getToken()).toBe(5);
       await peer.unlock(name, 1);
+    });
+
+    it('fences: Node RLock and fair holders and FencedLock holders of both sides draw from one counter, a Java RLock none', async () => {
+      const name = 'fenced:2';
+      const counter = JavaPeer.tagged('redisson_lock_token', name);
+      const owner = `${redisson.id}:1`;
+      expect(await peer.tryLockOnce(name, 1)).toBeNull();
+      expect(await topology.redis.exists(counter)).toBe(0);
+      expect(await peer.unlock(name, 1)).toBe(1);
+
+      const rlock = new RLockProtocol();
+      expect(await rlock.acquire(topology.redis, name, owner, 30_000)).toMatchObject({ holds: 1, fence: 1 });
+      // Another process, with its own protocol object, reads the holder's fence from Redis.
+      expect(await new RLockProtocol().inspect(topology.redis, name)).toMatchObject({ owner, fence: 1 });
+      await rlock.release(topology.redis, name, owner, '30000');
+      expect(await peer.tryLockAndGetToken(name, 1)).toBe(2);
+      await peer.unlock(name, 1);
+      const fair = new FairLockProtocol();
+      expect(await fair.acquire(topology.redis, name, owner, 30_000)).toMatchObject({ holds: 1, fence: 3 });
+      await fair.release(topology.redis, name, owner, '30000');
+      expect(await redisson.getFencedLock(name).getToken()).toBe(3);
     });
   });
 }
