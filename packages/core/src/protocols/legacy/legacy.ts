@@ -1,7 +1,8 @@
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
-import type { Inspection, LockProtocol, RedisClient, ReleaseReply, RenewalItem } from '../../protocol.js';
+import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
+import { extendOne, releaseReply } from '../replies.js';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
@@ -109,10 +110,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return releaseReply(left);
     },
 
-    async extend(redis, resource, owner, token, ttl) {
-      const [renewed] = await extendAll(redis, [{ resource, owner, token }], ttl);
-      return renewed ?? null;
-    },
+    extend: extendOne(extendAll),
 
     extendMany: extendAll,
 
@@ -151,9 +149,4 @@ function checked(reply: unknown, resource: string): unknown[] {
     );
   }
   return reply as unknown[];
-}
-
-function releaseReply(left: number): ReleaseReply {
-  if (left < 0) return 'not-owner';
-  return left === 0 ? 'released' : 'held';
 }

@@ -1,8 +1,9 @@
 import { InvalidKeyError } from '../../errors.js';
 import { slotKey } from '../../hash-tag.js';
-import type { Inspection, LockProtocol, RedisClient, ReleaseReply, RenewalItem } from '../../protocol.js';
+import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { publishCommand } from '../../topology.js';
+import { extendOne, releaseReply } from '../replies.js';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
@@ -61,10 +62,7 @@ export function tokenProtocol(): LockProtocol {
       return releaseReply(left);
     },
 
-    async extend(redis, resource, owner, token, ttl) {
-      const [renewed] = await extendAll(redis, [{ resource, owner, token }], ttl);
-      return renewed ?? null;
-    },
+    extend: extendOne(extendAll),
 
     extendMany: extendAll,
 
@@ -101,9 +99,4 @@ async function extendAll(
   const owners = items.map((item) => item.owner);
   const renewed = (await extendScript.run(redis, keys, [ttl, ...owners])) as number[];
   return items.map((item, i) => (renewed[i] === 1 ? item.owner : null));
-}
-
-function releaseReply(left: number): ReleaseReply {
-  if (left < 0) return 'not-owner';
-  return left === 0 ? 'released' : 'held';
 }
