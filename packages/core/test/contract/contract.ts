@@ -191,9 +191,10 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
 
     it('keeps a lock without a fixed lease alive through renewals', async () => {
       const k = key();
-      const shortLease = target.make({ ttl: 300 });
+      // Three leases' worth of time: each renewal (every 200 ms) must land within the 600 ms lease.
+      const shortLease = target.make({ ttl: 600 });
       const lock = await shortLease.acquire(k);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await new Promise((resolve) => setTimeout(resolve, 1_800));
       expect(lock.signal.aborted).toBe(false);
       expect(lock.validUntil).toBeGreaterThan(performance.now());
       const seen = await target.other.inspect(k);
@@ -278,7 +279,11 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
         const locks: Lock[] = [];
         for (let i = 0; i < 5; i++) locks.push(await target.locker.acquire(`${k}:${i}`, { ttl: 100 }));
         await Promise.all(
-          locks.map((l) => new Promise((resolve) => l.signal.addEventListener('abort', resolve))),
+          locks.map((l) =>
+            l.signal.aborted
+              ? undefined
+              : new Promise((resolve) => l.signal.addEventListener('abort', resolve, { once: true })),
+          ),
         );
         await new Promise((resolve) => setTimeout(resolve, 50));
         await Promise.all(locks.map((l) => l.release()));
