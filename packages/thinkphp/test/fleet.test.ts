@@ -1,145 +1,116 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type RedisServer, startRedis } from '@lock/testing';
-import { Lock } from '@lock/thinkphp';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { php, phpAvailable } from './php.js';
+import { type FleetReport, runFleet, type Slot } from './fleet/fleet.js';
+import { phpAvailable } from './php.js';
 
-// A fleet of contenders on one key. Each holder adds itself to a witness set on entry and
-// reads it: anyone else in the set means two holders believed they held the lock at once.
+// Fleets of 8 worker processes (php-cli, or Node with its own connection) race for one key;
+// each logs its holds as CLOCK_MONOTONIC intervals, one checker counts the holds that began
+// while another was inside, and a witness counter that every hold increments by
+// read-modify-write must agree. A PHP-only
+// fleet is compared with a mixed one where Node workers take slots 4-7: every slot keeps its
+// seed (work times) and its host clock, so only the implementation of slots 4-7 changes.
+//
+// Slots 4-7 go first; slots 0-3 join once one of them holds. In the mixed fleet that is what
+// lets Node in within a short run: PHP workers take over one another's locks up to a second
+// before Redis expires them (B2), so after a PHP hold Node sees the key free only once the
+// takeover's own TTL runs out, about two leases later (see the README's hazards section).
 
 const SEED = 20_261_122;
-const RUN_MS = 3_000;
 const EXPIRE = 1;
-
-interface FleetReport {
-  /** Holds per worker kind. */
-  acquired: { php: number; node: number };
-  /** [entering holder, holder already inside], e.g. ['node:5', 'php:1']. */
-  overlaps: [string, string][];
-}
+const RUN_MS = 4_000;
+/** A hold's work, ms: long enough that a worker let go on the first hold is in time to meet it. */
+const WORK: [number, number] = [20, 60];
+/**
+ * Seconds the skewed run's slots 0-3 lag (slots 4-7 lag twice as much). Any LAG from 2 s makes
+ * a deadline written `expire + 1` = 2 s ahead by a host LAG s further behind look past.
+ */
+const LAG = 5;
 
 let server: RedisServer;
 
-/** A small deterministic PRNG (mulberry32) so both fleet runs draw the same work times. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+const php = (lag = 0): Slot => ({ kind: 'php', offset: -lag });
+const node: Slot = { kind: 'node' };
+
+/** Runs the PHP-only fleet and the mixed one side by side, on their own keys. */
+async function compare(
+  run: string,
+  phpOnlySlots: Slot[],
+  mixedSlots: Slot[],
+): Promise<[FleetReport, FleetReport]> {
+  const fleet = (name: string, slots: Slot[]) =>
+    runFleet({
+      server,
+      name,
+      slots,
+      seed: SEED,
+      expire: EXPIRE,
+      work: WORK,
+      runMs: RUN_MS,
+      first: [4, 5, 6, 7],
+    });
+  return Promise.all([fleet(`${run}:php-only`, phpOnlySlots), fleet(`${run}:mixed`, mixedSlots)]);
 }
 
-/** Connects and warms up a Node worker, so that it is in the race as soon as it is run. */
-async function nodeWorker(
-  key: string,
-  witness: string,
-  id: number,
-): Promise<(onHold: () => void) => Promise<FleetReport>> {
-  const redis = server.client();
-  const next = random(SEED + id);
-  const between = (min: number, max: number) => min + Math.floor(next() * (max - min + 1));
-  const me = `node:${id}`;
-  // Poll about as often as the PHP workers do, so both kinds get the lock.
-  const lock = new Lock(key, { redis, expire: EXPIRE, sleep: 0.02 });
-  // Warm the connection and locker up first, so Node is in the race from the start.
-  const warmUp = new Lock(`${key}:warm-up:${id}`, { redis, expire: EXPIRE });
-  await warmUp.lock();
-  await warmUp.unlock();
-  return (onHold) => runNodeWorker(redis, lock, witness, me, between, onHold);
+function log(run: string, phpOnly: FleetReport, mixed: FleetReport): void {
+  console.log(
+    `fleet ${run} (seed ${SEED}, ${RUN_MS} ms, expire ${EXPIRE} s): ` +
+      `PHP-only ${phpOnly.overlaps} overlaps in ${phpOnly.holds.php} holds (${phpOnly.lostUpdates} witness updates lost); ` +
+      `mixed ${mixed.overlaps} overlaps in ${mixed.holds.php} PHP + ${mixed.holds.node} Node holds ` +
+      `(${mixed.nodeOverlaps} between Node holders, ${mixed.lostUpdates} witness updates lost)`,
+  );
 }
 
-async function runNodeWorker(
-  redis: Redis,
-  lock: Lock,
-  witness: string,
-  me: string,
-  between: (min: number, max: number) => number,
-  onHold: () => void,
-): Promise<FleetReport> {
-  const report: FleetReport = { acquired: { php: 0, node: 0 }, overlaps: [] };
-  const deadline = performance.now() + RUN_MS;
-  while (performance.now() < deadline) {
-    if (await lock.lock()) {
-      report.acquired.node += 1;
-      onHold();
-      const [, members] = (await redis.multi().sadd(witness, me).smembers(witness).exec()) as [
-        unknown,
-        [null, string[]],
-      ];
-      for (const other of members[1]) if (other !== me) report.overlaps.push([me, other]);
-      await sleep(between(5, 30));
-      await redis.srem(witness, me);
-      await lock.unlock();
-    } else {
-      await sleep(between(10, 30));
-    }
-  }
-  redis.disconnect();
-  return report;
+/** What holds in every fleet: the witness agrees with the checker, and no key is left without a TTL. */
+function expectConsistent(report: FleetReport): void {
+  expect(report.lostUpdates).toBeGreaterThanOrEqual(0);
+  // A lost increment needs two read-modify-writes at once, which lie inside two overlapping holds.
+  expect(report.lostUpdates).toBeLessThanOrEqual(report.overlaps);
+  expect(report.keyTtl).not.toBe(-1);
 }
 
-async function phpWorker(key: string, witness: string, id: number): Promise<FleetReport> {
-  const report = await php<{ acquired: number; overlaps: [string, string][] }>('worker', {
-    port: server.port,
-    key,
-    expire: EXPIRE,
-    witness,
-    id,
-    seed: SEED + id,
-    ms: RUN_MS,
-  });
-  return { acquired: { php: report.acquired, node: 0 }, overlaps: report.overlaps };
+/** The mixed fleet's own promises: Node took part, and Node holders never met. */
+function expectNodeSafe(mixed: FleetReport): void {
+  expect(mixed.holds.node).toBeGreaterThan(0);
+  expect(mixed.holds.php).toBeGreaterThan(0);
+  expect(mixed.nodeOverlaps).toBe(0);
+  expect(mixed.nodeFenceRegressions).toBe(0);
 }
 
-function merge(reports: FleetReport[]): FleetReport {
-  return {
-    acquired: {
-      php: reports.reduce((sum, r) => sum + r.acquired.php, 0),
-      node: reports.reduce((sum, r) => sum + r.acquired.node, 0),
-    },
-    overlaps: reports.flatMap((r) => r.overlaps),
-  };
-}
-
-describe.runIf(phpAvailable)('mixed fleet of PHP and Node workers on one key', () => {
+describe.runIf(phpAvailable)('mixed fleet of PHP and Node worker processes on one key', () => {
   beforeAll(async () => {
     server = await startRedis();
   });
   afterAll(() => server.stop());
 
-  it('overlaps no more than a PHP-only fleet, and never between Node holders', async () => {
-    const phpOnly = merge(
-      await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((id) => phpWorker('fleet:php', 'witness:php', id))),
+  it('with synchronized clocks: overlaps no more than a PHP-only fleet, none between Node holders', async () => {
+    const [phpOnly, mixed] = await compare(
+      'synchronized',
+      [php(), php(), php(), php(), php(), php(), php(), php()],
+      [php(), php(), php(), php(), node, node, node, node],
     );
-    const nodeWorkers = await Promise.all(
-      [4, 5, 6, 7].map((id) => nodeWorker('fleet:mixed', 'witness:mixed', id)),
+    log('with synchronized clocks', phpOnly, mixed);
+    expect(mixed.overlaps).toBeLessThanOrEqual(phpOnly.overlaps);
+    expectNodeSafe(mixed);
+    expectConsistent(phpOnly);
+    expectConsistent(mixed);
+  });
+
+  it('with PHP host clocks skewed (B5): the PHP-only fleet overlaps, the mixed one no more, Node holders never', async () => {
+    // Slots 0-3 run LAG s slow, slots 4-7 2·LAG s slow. PHP on 0-3 judges the deadlines PHP on
+    // 4-7 writes as already past and takes those locks over (B5); Node reads only the server's
+    // clock, so Node on 4-7 needs no offset. The first hold is one of 4-7's and 0-3 are let go
+    // as it begins: two BLPOP wake-ups and one EVAL later, well within its 20-60 ms of work,
+    // their first attempt takes it over, so the PHP-only fleet overlaps at least once.
+    const [phpOnly, mixed] = await compare(
+      'skewed',
+      [php(LAG), php(LAG), php(LAG), php(LAG), php(2 * LAG), php(2 * LAG), php(2 * LAG), php(2 * LAG)],
+      [php(LAG), php(LAG), php(LAG), php(LAG), node, node, node, node],
     );
-    // PHP joins once Node holds the lock: a PHP holder keeps it by taking its own stale value
-    // over before Redis expires it (B2), so Node would rarely get in after PHP.
-    let nodeHeld!: () => void;
-    const firstNodeHold = new Promise<void>((resolve) => {
-      nodeHeld = resolve;
-    });
-    const nodeRuns = nodeWorkers.map((run) => run(nodeHeld));
-    await firstNodeHold;
-    const phpRuns = [0, 1, 2, 3].map((id) => phpWorker('fleet:mixed', 'witness:mixed', id));
-    const mixed = merge(await Promise.all([...phpRuns, ...nodeRuns]));
-    const nodeWithNode = mixed.overlaps.filter(([a, b]) => a.startsWith('node') && b.startsWith('node'));
-    console.log(
-      `fleet (seed ${SEED}, ${RUN_MS} ms, expire ${EXPIRE} s): PHP-only ${phpOnly.overlaps.length} overlaps in ` +
-        `${phpOnly.acquired.php} holds; mixed ${mixed.overlaps.length} overlaps in ${mixed.acquired.php} PHP + ` +
-        `${mixed.acquired.node} Node holds ` +
-        `(${nodeWithNode.length} between Node holders)`,
-    );
-    expect(mixed.overlaps.length).toBeLessThanOrEqual(phpOnly.overlaps.length);
-    expect(nodeWithNode).toEqual([]);
-    // Node really took part: otherwise the comparison says nothing.
-    expect(mixed.acquired.node).toBeGreaterThan(0);
-    const redis = server.client();
-    for (const key of ['fleet:php', 'fleet:mixed']) expect(await redis.ttl(key)).not.toBe(-1);
+    log('with PHP clocks skewed', phpOnly, mixed);
+    expect(phpOnly.overlaps).toBeGreaterThan(0);
+    expect(mixed.overlaps).toBeLessThanOrEqual(phpOnly.overlaps);
+    expectNodeSafe(mixed);
+    expectConsistent(phpOnly);
+    expectConsistent(mixed);
   });
 });

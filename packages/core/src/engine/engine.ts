@@ -382,10 +382,9 @@ class Engine implements Locker {
 
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
-    hold.lost = new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause });
+    hold.lose(new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause }));
     this.watchdog.forget(hold);
     if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
-    hold.controller.abort(hold.lost);
     this.emit('lost', hold, { reason, error: hold.lost });
   }
 

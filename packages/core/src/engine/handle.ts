@@ -34,7 +34,7 @@ export class LockHandle implements Lock {
   }
 
   get signal(): AbortSignal {
-    return this.hold.controller.signal;
+    return this.hold.signal;
   }
 
   get released(): boolean {

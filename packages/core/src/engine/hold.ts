@@ -5,7 +5,8 @@ import type { LockLostError } from '../errors.js';
  * hold shares (re-entrant acquisitions of the same owner add handles, not holds).
  */
 export class Hold {
-  readonly controller = new AbortController();
+  /** Made on first use of `signal`: most holds are released without anyone reading it. */
+  private controller: AbortController | undefined;
   /** Handles not yet released. */
   handles = 1;
   /** When the last renewal (or the acquisition) was sent; the next renewal is due ttl/3 later. */
@@ -28,6 +29,19 @@ export class Hold {
     readonly acquiredAt: number,
   ) {
     this.renewedAt = sentAt;
+  }
+
+  /** Aborted with the `LockLostError` once the hold is lost. */
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.lost && !this.controller.signal.aborted) this.controller.abort(this.lost);
+    return this.controller.signal;
+  }
+
+  /** Marks the hold lost and aborts its signal, if anyone holds it. */
+  lose(error: LockLostError): void {
+    this.lost = error;
+    this.controller?.abort(error);
   }
 
   get id(): string {

@@ -1,5 +1,6 @@
 <?php
-// Test driver for Lock.php: `php cli.php <command> <json arguments>`, one JSON line out.
+// Test driver for Lock.php: `php cli.php <command> <json arguments>`, one JSON line out (one a
+// hold for `worker`).
 // The deprecation PHP 8 raises for sleep(0.3) goes to stderr, keeping stdout parseable.
 ini_set('display_errors', 'stderr');
 require '/usr/share/php/Predis/autoload.php';
@@ -48,30 +49,35 @@ switch ($command) {
         ]), "\n";
         break;
     case 'worker':
-        // One member of a contending fleet: lock, enter the witness set, work, leave, unlock.
+        // One member of a contending fleet (see fleet/fleet.ts for the handshake): after `go`,
+        // lock, read-modify-write the witness counter, unlock, until the shared monotonic
+        // deadline; one JSON line per hold with its hrtime interval. hrtime(true) reads
+        // CLOCK_MONOTONIC, the clock Node's process.hrtime.bigint() reads.
         mt_srand($args['seed']);
-        $me = 'php:' . $args['id'];
-        $deadline = hrtime(true) + $args['ms'] * 1e6;
-        $acquired = 0;
-        $overlaps = [];
-        while (hrtime(true) < $deadline) {
+        $client->rpush($args['fleet'] . ':ready', [$args['id']]);
+        $go = $client->blpop([$args['fleet'] . ':go:' . $args['id']], 30);
+        if ($go === null) {
+            fwrite(STDERR, "no go within 30 s\n");
+            exit(1);
+        }
+        $until = (int) $go[1];
+        $announced = false;
+        while (hrtime(true) < $until) {
             if ($lock->lock()) {
-                $acquired++;
-                $seen = $client->transaction(function ($tx) use ($args, $me) {
-                    $tx->sadd($args['witness'], [$me]);
-                    $tx->smembers($args['witness']);
-                })[1];
-                foreach ($seen as $other) {
-                    if ($other !== $me) $overlaps[] = [$me, $other];
-                }
-                usleep(mt_rand(5, 30) * 1000);
-                $client->srem($args['witness'], [$me]);
+                $start = hrtime(true);
+                if (!$announced) $client->rpush($args['fleet'] . ':held', [$args['id']]);
+                $announced = true;
+                $seen = (int) $client->get($args['witness']);
+                usleep(mt_rand($args['work'][0], $args['work'][1]) * 1000);
+                $client->set($args['witness'], $seen + 1);
+                $end = hrtime(true);
                 $lock->unlock();
+                echo json_encode(['worker' => $args['id'], 'start' => (string) $start, 'end' => (string) $end,
+                    'fence' => 0]), "\n";
             } else {
                 usleep(mt_rand(10, 30) * 1000);
             }
         }
-        echo json_encode(['acquired' => $acquired, 'overlaps' => $overlaps]), "\n";
         break;
     default:
         fwrite(STDERR, "unknown command $command\n");
