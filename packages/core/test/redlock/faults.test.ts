@@ -65,7 +65,9 @@ describe('RedLock with crashed masters', () => {
     // A third crash leaves 2 of 5: no majority is possible, so acquisition fails closed: at once
     // for a single try, and after retrying for the whole wait for a waiting acquire.
     await masters.servers[4]!.kill();
-    const once = await lockers[0]!.acquire('crash', { ttl: 2_000, wait: 0 }).catch((caught: unknown) => caught);
+    const once = await lockers[0]!
+      .acquire('crash', { ttl: 2_000, wait: 0 })
+      .catch((caught: unknown) => caught);
     expect(once).toBeInstanceOf(QuorumError);
     expect(once).toMatchObject({ needed: 3, agreed: 2, refused: 0, failed: 3, timedOut: 0 });
     const waited = await lockers[0]!
