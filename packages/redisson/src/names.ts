@@ -1,4 +1,4 @@
-import { InvalidKeyError } from '@lock/core';
+import { hashTag, InvalidKeyError } from '@lock/core';
 
 /**
  * Redisson's naming rules (RedissonObject.prefixName / suffixName). The lock key itself is the
@@ -37,9 +37,7 @@ export function validateName(name: string, cluster: boolean): void {
   if (typeof name !== 'string' || name.length === 0)
     throw new InvalidKeyError(name, 'expected a non-empty string');
   if (!cluster || !name.includes('{')) return;
-  const open = name.indexOf('{');
-  const close = name.indexOf('}', open + 1);
-  if (close === -1 || close === open + 1) {
+  if (hashTag(name) === null) {
     throw new InvalidKeyError(
       name,
       'on a cluster a name containing "{" needs a non-empty {hash tag}, or its lock keys would span several slots',

@@ -11,12 +11,11 @@ import {
   LockLostError,
   type LockLostReason,
   QuorumError,
-  ReplicationError,
 } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { publish } from './events.js';
+import { channels, type LockEventName } from './events.js';
 import { LockHandle } from './handle.js';
 import { Hold, holdId } from './hold.js';
 import {
@@ -33,7 +32,6 @@ import {
   DEFAULT_RETRY,
   DEFAULT_TTL,
   DEFAULT_WAIT,
-  definedOnly,
   refuseUnknown,
 } from './options.js';
 import { pause } from './pause.js';
@@ -106,7 +104,7 @@ class Engine implements Locker {
     options: EngineOptions,
   ) {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
-    const given = definedOnly(options);
+    const given: EngineOptions = options;
     this.prefix = given.prefix === undefined ? 'lock:' : checkPrefix(given.prefix);
     this.ttl = given.ttl === undefined ? DEFAULT_TTL : checkTtl(given.ttl);
     this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
@@ -118,7 +116,7 @@ class Engine implements Locker {
     // Every waiter listens on it while it sleeps (and stops when it wakes): many waiters are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, {
-      renewed: (hold) => this.emit('extend', hold, { validUntil: hold.validUntil, renewal: true }),
+      renewed: (hold) => this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: true })),
       lost: (hold, reason, cause) => this.lose(hold, reason, cause),
     });
   }
@@ -211,7 +209,7 @@ class Engine implements Locker {
     hold.renewedAt = sentAt;
     hold.validUntil = sentAt + result.validity;
     this.watchdog.reschedule(hold);
-    this.emit('extend', hold, { validUntil: hold.validUntil, renewal: false });
+    this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: false }));
   }
 
   async release(hold: Hold): Promise<ReleaseReply> {
@@ -228,14 +226,14 @@ class Engine implements Locker {
     } finally {
       if (hold.handles === 0) this.forget(hold);
     }
-    this.emit('release', hold, { held: this.clock() - hold.acquiredAt, result });
+    this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
     return result;
   }
 
   private request(key: string, options: AcquireOptions): Request {
     checkKey(key);
     refuseUnknown(options, ACQUIRE_OPTIONS, 'the acquire options');
-    const given = definedOnly(options);
+    const given: AcquireOptions = options;
     const resource = this.resourceOf(key);
     this.backend.protocol.validate(resource, this.backend.cluster);
     const fixedLease = given.ttl !== undefined;
@@ -326,10 +324,6 @@ class Engine implements Locker {
       if (error === signal.reason && !(error instanceof LockerClosedError)) {
         throw new LockAbortError(request.key, error);
       }
-      // Backends know resources (prefixed); callers named keys.
-      if (error instanceof ReplicationError && error.key === request.resource) {
-        throw new ReplicationError(request.key, error.wanted, error.confirmed, { cause: error.cause });
-      }
       throw error;
     } finally {
       if (channel !== undefined) this.queues.leave(channel, waiter);
@@ -371,12 +365,12 @@ class Engine implements Locker {
       this.holds.set(id, hold);
     }
     this.watchdog.watch(hold);
-    this.emit('acquire', hold, {
+    this.emit('acquire', hold, () => ({
       fence: reply.fence,
       holds: reply.holds,
       waited: this.clock() - started,
       attempts,
-    });
+    }));
     return new LockHandle(this, hold, reply.fence, reply.holds);
   }
 
@@ -385,7 +379,7 @@ class Engine implements Locker {
     hold.lose(new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause }));
     this.watchdog.forget(hold);
     if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
-    this.emit('lost', hold, { reason, error: hold.lost });
+    this.emit('lost', hold, () => ({ reason, error: hold.lost }));
   }
 
   private forget(hold: Hold): void {
@@ -393,7 +387,14 @@ class Engine implements Locker {
     if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
   }
 
-  private emit(name: 'acquire' | 'release' | 'extend' | 'lost', hold: Hold, details: object): void {
-    publish(name, { key: hold.key, owner: hold.owner, protocol: this.backend.protocol.name, ...details });
+  /** `details` is only built when someone listens: events cost nothing on the hot path otherwise. */
+  private emit(name: LockEventName, hold: Hold, details: () => object): void {
+    if (!channels[name].hasSubscribers) return;
+    channels[name].publish({
+      key: hold.key,
+      owner: hold.owner,
+      protocol: this.backend.protocol.name,
+      ...details(),
+    });
   }
 }

@@ -16,8 +16,3 @@ export const channels = {
 };
 
 export type LockEventName = keyof typeof channels;
-
-export function publish(name: LockEventName, message: object): void {
-  const target = channels[name];
-  if (target.hasSubscribers) target.publish(message);
-}
