@@ -51,10 +51,11 @@ export interface LockBackend {
   extendMany(items: readonly RenewalItem[], ttl: number): Promise<(BackendExtension | null)[]>;
   inspect(resource: string): Promise<Inspection>;
   /**
-   * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves
-   * once the subscription is active, with a function that ends it.
+   * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`, with
+   * whether it frees the lock for every waiter (`LockProtocol.wakesAll`). Resolves once the
+   * subscription is active, with a function that ends it.
    */
-  listen(resource: string, waiter: string, onRelease: () => void): Promise<() => void>;
+  listen(resource: string, waiter: string, onRelease: (wakesAll: boolean) => void): Promise<() => void>;
   /** Ends the backend's own connections (never the caller's clients). */
   close(): Promise<void>;
 }

@@ -68,12 +68,61 @@ export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'closed';
 /** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
 export class LockLostError extends LockError {
   override name = 'LockLostError';
+  /** From `using`: how the critical section's routine ended (its result or its error). */
+  readonly outcome?: PromiseSettledResult<unknown>;
   constructor(
     readonly key: string,
     readonly reason: LockLostReason,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { outcome?: PromiseSettledResult<unknown> },
   ) {
     super('ERR_LOCK_LOST', `lock "${key}" was lost (${reason})`, options);
+    if (options?.outcome) this.outcome = options.outcome;
+  }
+
+  /** The same loss, carrying the outcome of the critical section it interrupted. */
+  with(outcome: PromiseSettledResult<unknown>): LockLostError {
+    return new LockLostError(this.key, this.reason, { cause: this.cause, outcome });
+  }
+}
+
+/**
+ * Redis could not be reached, or did not answer in time: the call gave up by its deadline
+ * without knowing whether anyone holds the lock. `cause` is the underlying error (a refused
+ * connection, a command timeout). Adapters answer 503 (or fail open, by option).
+ */
+export class LockUnavailableError extends LockError {
+  override name = 'LockUnavailableError';
+  constructor(
+    readonly key: string,
+    /** What was being done: `'acquire'`, `'release'`, `'extend'`, `'inspect'`, … */
+    readonly operation: string,
+    options?: ErrorOptions,
+    /** Subclasses name a more precise failure of the same kind (a quorum of masters unreachable). */
+    detail: { code: string; message: string } = {
+      code: 'ERR_LOCK_UNAVAILABLE',
+      message: `Redis is unavailable: could not ${operation} lock "${key}"`,
+    },
+  ) {
+    super(detail.code, detail.message, options);
+  }
+}
+
+/** RedLock could not get a majority of masters to agree: too few answered, so the masters count as unavailable. */
+export class QuorumError extends LockUnavailableError {
+  override name = 'QuorumError';
+  constructor(
+    key: string,
+    readonly needed: number,
+    readonly agreed: number,
+    readonly refused: number,
+    readonly failed: number,
+    readonly timedOut: number,
+    options?: ErrorOptions,
+  ) {
+    super(key, 'reach a quorum for', options, {
+      code: 'ERR_LOCK_QUORUM',
+      message: `lock "${key}" needs ${needed} masters: ${agreed} agreed, ${refused} refused, ${failed} failed, ${timedOut} timed out`,
+    });
   }
 }
 
@@ -85,26 +134,6 @@ export class NotOwnerError extends LockError {
     readonly owner: string,
   ) {
     super('ERR_LOCK_NOT_OWNER', `lock "${key}" is not held by owner "${owner}"`);
-  }
-}
-
-/** RedLock could not get a majority of masters to agree. */
-export class QuorumError extends LockError {
-  override name = 'QuorumError';
-  constructor(
-    readonly key: string,
-    readonly needed: number,
-    readonly agreed: number,
-    readonly refused: number,
-    readonly failed: number,
-    readonly timedOut: number,
-    options?: ErrorOptions,
-  ) {
-    super(
-      'ERR_LOCK_QUORUM',
-      `lock "${key}" needs ${needed} masters: ${agreed} agreed, ${refused} refused, ${failed} failed, ${timedOut} timed out`,
-      options,
-    );
   }
 }
 

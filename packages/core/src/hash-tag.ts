@@ -1,3 +1,5 @@
+import { InvalidKeyError } from './errors.js';
+
 /**
  * Redis Cluster hashes only the part of a key between the first `{` and the first `}` after it,
  * when that part is not empty. These helpers let a protocol derive sibling keys (fence counter,
@@ -32,4 +34,22 @@ export function keySlot(key: string): number {
       crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   }
   return crc % 16384;
+}
+
+/** Suffixes of the keys a protocol keeps beside a lock (fence counter, owner record, release channel). */
+const SIBLING_SUFFIXES = [':fence', ':owner', ':released'];
+
+/**
+ * Refuses a lock name that is itself another lock's sibling key: a name that carries its own
+ * hash tag is used as is, so `{a}:fence` would be both a lock and the fence counter of `{a}`.
+ */
+export function refuseSiblingName(resource: string, lockKey: string): void {
+  if (lockKey !== resource) return;
+  const suffix = SIBLING_SUFFIXES.find((end) => resource.endsWith(end));
+  if (suffix) {
+    throw new InvalidKeyError(
+      resource,
+      `a hash-tagged name ending in "${suffix}" is the ${suffix.slice(1)} key of another lock`,
+    );
+  }
 }

@@ -1,9 +1,15 @@
 export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
+export { type MessageListener, ReleaseListener } from './backends/release-listener.js';
 export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export { createLocker, type LockerOptions } from './create-locker.js';
 export { createEngine, type EngineOptions } from './engine/engine.js';
-export { channels as lockEvents, type LockEventName } from './engine/events.js';
+export {
+  type AcquireTraceContext,
+  acquireTracing,
+  channels as lockEvents,
+  type LockEventName,
+} from './engine/events.js';
 export {
   AcquireTimeoutError,
   InvalidKeyError,
@@ -14,6 +20,7 @@ export {
   LockerClosedError,
   LockLostError,
   type LockLostReason,
+  LockUnavailableError,
   NotOwnerError,
   QuorumError,
   ReplicationError,
@@ -41,4 +48,5 @@ export type {
   LockInspection,
   ReplicationOptions,
   RetryOptions,
+  UsingOptions,
 } from './types.js';

@@ -13,6 +13,12 @@ export type AcquireReply =
       readonly holds: number;
       /** What release and extend must present to prove ownership (the owner, or the value written). */
       readonly token: string;
+      /**
+       * The lock's TTL in ms right after this attempt, when it is not the requested ttl (a
+       * re-entry that kept a longer lease, or a format that re-entry shortens). The engine's
+       * deadline follows what the server will honour. Default: the requested ttl.
+       */
+      readonly ttl?: number;
     }
   | {
       readonly acquired: false;
@@ -24,6 +30,13 @@ export type AcquireReply =
 export interface AttemptContext {
   /** How long the acquire call may wait in all, in ms: 0 for a single try, Infinity when unbounded. */
   readonly wait: number;
+  /**
+   * The owner was made for this acquire call alone, so a hold of it found in Redis can only be
+   * this call's own earlier attempt (its reply was lost, or the client resent it after a
+   * reconnect): a protocol answers that hold as it stands instead of counting a re-entry.
+   * Default: false.
+   */
+  readonly fresh?: boolean;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */
@@ -111,4 +124,9 @@ export interface LockProtocol {
   inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   /** Whether a message on `channel()` means "released" (formats publish other messages too). Default: any message. */
   isReleaseMessage?(message: string): boolean;
+  /**
+   * Whether a release message frees the lock for every waiter at once (a write unlock letting
+   * all readers in), so each waiting call of a process is woken instead of the first. Default: false.
+   */
+  wakesAll?(message: string): boolean;
 }

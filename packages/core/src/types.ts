@@ -34,10 +34,31 @@ export interface AcquireOptions {
   readonly renew?: boolean;
   /** Stops a waiting acquire; the call then rejects with `LockAbortError` and leaves nothing in Redis. */
   readonly signal?: AbortSignal;
-  /** Owner identity, for handing a lock between processes. Default: the current async call chain's owner. */
+  /**
+   * Owner identity, for handing a lock between processes (acquisitions with the same owner
+   * count as re-entries, in any process). Default: a new owner for this acquisition, or the
+   * enclosing hold's owner when re-entering.
+   */
   readonly owner?: string;
   /** Backoff while waiting. Default: the locker's `retry`. */
   readonly retry?: RetryOptions;
+  /**
+   * Whether this acquisition re-enters a hold of the same key whose `using` critical section
+   * encloses the caller. With `false` it is a new owner and waits for that hold. Default: the
+   * locker's `reentrant` (`true`).
+   */
+  readonly reentrant?: boolean;
+}
+
+/** Options of `using`: those of `acquire`, plus what to do when the lock is lost meanwhile. */
+export interface UsingOptions extends AcquireOptions {
+  /**
+   * Whether `using` rejects with `LockLostError` when the lock was lost (or its validity ended)
+   * before the routine settled, even though the routine completed: the critical section ran
+   * partly unprotected. The error's `outcome` carries the routine's result or error. With
+   * `false`, the routine's own outcome is returned. Default: `true`.
+   */
+  readonly rejectOnLoss?: boolean;
 }
 
 /** A held lock. Release it (or let `using` / `await using` do so); it is idempotent. */
@@ -76,15 +97,21 @@ export interface LockInspection extends Inspection {
 
 /** Acquires locks of one protocol on one backend. */
 export interface Locker {
-  /** Waits (up to `wait`) for the lock; rejects with `AcquireTimeoutError`, `LockBusyError` (wait 0), `LockAbortError`. */
+  /**
+   * Waits (up to `wait`) for the lock; rejects with `AcquireTimeoutError`, `LockBusyError`
+   * (wait 0), `LockAbortError`, or `LockUnavailableError` when Redis could not be reached (by
+   * `wait` plus one `commandTimeout`).
+   */
   acquire(key: string, options?: AcquireOptions): Promise<Lock>;
-  /** One attempt, no waiting: the lock, or null when it is busy. */
+  /** One attempt, no waiting: the lock, or null when it is busy; `LockUnavailableError` after `commandTimeout` when Redis does not answer. */
   tryAcquire(key: string, options?: Omit<AcquireOptions, 'wait'>): Promise<Lock | null>;
   /**
-   * Runs `fn` while holding the lock and always releases it. Inside `fn` the same call chain
-   * re-enters the lock; `fn`'s own error is never replaced by a release error.
+   * Runs `fn` while holding the lock and always releases it. Acquisitions of the same key made
+   * inside `fn` (and in anything it awaits or starts) re-enter the lock; `fn`'s own error is
+   * never replaced by a release error. Rejects with `LockLostError` when the lock was lost
+   * before `fn` settled (see `rejectOnLoss`).
    */
-  using<T>(key: string, options: AcquireOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: UsingOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   /** Reads the lock without changing anything. */
   inspect(key: string): Promise<LockInspection>;

@@ -5,27 +5,29 @@ import { isCluster } from '../topology.js';
 /** How long a channel stays subscribed after its last listener left, so contention does not churn subscriptions. */
 const LINGER_MS = 5_000;
 
+/** Called with each message published on a channel. */
+export type MessageListener = (message: string) => void;
+
 interface Channel {
-  readonly listeners: Set<() => void>;
+  readonly listeners: Set<MessageListener>;
   subscribed: Promise<void>;
   linger: NodeJS.Timeout | undefined;
 }
 
 /**
  * One subscriber connection (made lazily, a duplicate of the caller's client) that delivers
- * release messages to listeners per channel: SSUBSCRIBE on a cluster, SUBSCRIBE otherwise.
+ * messages to listeners per channel: SSUBSCRIBE on a cluster, SUBSCRIBE otherwise. Backends on
+ * the same client may share one (`singleBackend`'s `subscriber` option), so several lock
+ * formats cost one connection.
  */
 export class ReleaseListener {
   private connection: Redis | Cluster | undefined;
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly isRelease: (message: string) => boolean,
-  ) {}
+  constructor(private readonly redis: RedisClient) {}
 
-  async listen(channelName: string, onRelease: () => void): Promise<() => void> {
+  async listen(channelName: string, onRelease: MessageListener): Promise<() => void> {
     if (this.closed) throw new Error('release listener is closed');
     let channel = this.channels.get(channelName);
     if (!channel) {
@@ -54,7 +56,7 @@ export class ReleaseListener {
     this.connection = undefined;
   }
 
-  private unlisten(name: string, channel: Channel, onRelease: () => void): void {
+  private unlisten(name: string, channel: Channel, onRelease: MessageListener): void {
     channel.listeners.delete(onRelease);
     if (channel.listeners.size > 0 || this.channels.get(name) !== channel) return;
     channel.linger = setTimeout(() => {
@@ -76,8 +78,7 @@ export class ReleaseListener {
   private connect(): Redis | Cluster {
     if (this.connection) return this.connection;
     const deliver = (channel: string, message: string) => {
-      if (!this.isRelease(message)) return;
-      for (const listener of this.channels.get(channel)?.listeners ?? []) listener();
+      for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
     };
     const connection: Redis | Cluster = isCluster(this.redis)
       ? this.redis.duplicate(undefined, { shardedSubscribers: true })

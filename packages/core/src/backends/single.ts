@@ -16,6 +16,12 @@ export interface SingleBackendOptions {
    * cluster (`'auto'` is off there). Default: `'auto'`.
    */
   readonly replication?: ReplicationOptions;
+  /**
+   * A release listener shared with other backends on the same client, so that one subscriber
+   * connection serves every lock format; its creator closes it. Default: one of the backend's
+   * own, closed with it.
+   */
+  readonly subscriber?: ReleaseListener;
 }
 
 /** Renewals of this many locks share one script call. */
@@ -32,7 +38,7 @@ export function singleBackend(
   protocol: LockProtocol,
   options: SingleBackendOptions = {},
 ): LockBackend {
-  const listener = new ReleaseListener(redis, (message) => protocol.isReleaseMessage?.(message) ?? true);
+  const listener = options.subscriber ?? new ReleaseListener(redis);
   const confirmReplicas = replicationGate(redis, options.replication ?? 'auto');
   const cluster = isCluster(redis);
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
@@ -52,13 +58,21 @@ export function singleBackend(
       });
       if (!reply.acquired) return reply;
       if (reply.holds === 1) {
-        const { wanted, confirmed } = await confirmReplicas();
-        if (confirmed < wanted) {
-          await protocol.release(redis, resource, owner, reply.token).catch(() => {});
-          throw new ReplicationError(resource, wanted, confirmed);
+        // The lock is written already: whatever goes wrong while confirming it must undo it.
+        const undo = () => protocol.release(redis, resource, owner, reply.token).catch(() => {});
+        let count: Awaited<ReturnType<typeof confirmReplicas>>;
+        try {
+          count = await confirmReplicas();
+        } catch (error) {
+          await undo();
+          throw error;
+        }
+        if (count.confirmed < count.wanted) {
+          await undo();
+          throw new ReplicationError(resource, count.wanted, count.confirmed);
         }
       }
-      return { ...reply, validity: ttl - clockDrift(ttl) };
+      return { ...reply, validity: (reply.ttl ?? ttl) - clockDrift(ttl) };
     },
 
     async abandon(resource, owner, context) {
@@ -91,9 +105,14 @@ export function singleBackend(
 
     inspect: (resource) => protocol.inspect(redis, resource),
 
-    listen: (resource, waiter, onRelease) => listener.listen(protocol.channel(resource, waiter), onRelease),
+    listen: (resource, waiter, onRelease) =>
+      listener.listen(protocol.channel(resource, waiter), (message) => {
+        if (protocol.isReleaseMessage?.(message) ?? true) onRelease(protocol.wakesAll?.(message) ?? false);
+      }),
 
-    close: () => listener.close(),
+    close: async () => {
+      if (!options.subscriber) await listener.close();
+    },
   };
 }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { LockBackend } from '../backend.js';
-import { currentChain, newChain, runWithChain } from '../chain.js';
 import {
   AcquireTimeoutError,
   InvalidOptionError,
@@ -10,12 +9,13 @@ import {
   LockerClosedError,
   LockLostError,
   type LockLostReason,
-  QuorumError,
+  type LockUnavailableError,
 } from '../errors.js';
-import type { ReleaseReply } from '../protocol.js';
-import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions } from '../types.js';
+import type { AttemptContext, ReleaseReply } from '../protocol.js';
+import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { channels, type LockEventName } from './events.js';
+import { isUnreachable, unavailable, withDeadline } from './deadline.js';
+import { acquireTracing, channels, type LockEventName } from './events.js';
 import { LockHandle } from './handle.js';
 import { Hold, holdId } from './hold.js';
 import {
@@ -29,12 +29,16 @@ import {
   checkSignal,
   checkTtl,
   checkWait,
+  DEFAULT_COMMAND_TIMEOUT,
   DEFAULT_RETRY,
   DEFAULT_TTL,
   DEFAULT_WAIT,
   refuseUnknown,
+  USING_OPTIONS,
 } from './options.js';
 import { pause } from './pause.js';
+import { enclosingHold, runInSection } from './scope.js';
+import { linkSignals } from './signals.js';
 import { type Waiter, WaitQueues } from './waiters.js';
 import { Watchdog } from './watchdog.js';
 
@@ -54,6 +58,19 @@ export interface EngineOptions {
   readonly clock?: () => number;
   /** This locker's identity, the first half of every owner it makes. Default: a random UUID. */
   readonly id?: string;
+  /**
+   * Whether an acquisition nested inside the critical section of a `using` call for the same
+   * key re-enters that hold (see "Re-entrancy" in the README). With `false` every acquisition
+   * is a new owner, so a nested one waits for the outer one, as redlock's locks do. Default: `true`.
+   */
+  readonly reentrant?: boolean;
+  /**
+   * How long one round trip to Redis may take, in ms: an acquire attempt, a release, an extend,
+   * an inspect, a renewal. A call that Redis does not answer in time (down, frozen, partitioned)
+   * gives up with `LockUnavailableError` instead of waiting for the connection's own retries;
+   * an attempt that lands later is undone. Default: `500`.
+   */
+  readonly commandTimeout?: number;
 }
 
 export const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = [
@@ -64,18 +81,27 @@ export const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = [
   'retry',
   'clock',
   'id',
+  'reentrant',
+  'commandTimeout',
 ];
 
 interface Request {
   readonly key: string;
   readonly resource: string;
   readonly owner: string;
+  /** Whether the owner is new, made for this call alone: no hold of it can exist but one this call took. */
+  readonly fresh: boolean;
+  /** The hold this acquisition re-enters: the caller is nested in its critical section. */
+  readonly enclosing: Hold | undefined;
   readonly ttl: number;
   readonly wait: number;
   readonly renew: boolean;
   readonly retry: Required<RetryOptions>;
   readonly signal: AbortSignal | undefined;
 }
+
+/** Owners this process has made: each fresh acquisition is an owner of its own. */
+let lastOwner = 0;
 
 /**
  * Turns a backend (a protocol on a topology) into a `Locker`: validation, waiting woken by
@@ -92,6 +118,8 @@ class Engine implements Locker {
   private readonly ttl: number;
   private readonly wait: number;
   private readonly renew: boolean;
+  private readonly reentrant: boolean;
+  private readonly timeout: number;
   private readonly retry: Required<RetryOptions>;
   private readonly clock: () => number;
   private readonly holds = new Map<string, Hold>();
@@ -109,20 +137,25 @@ class Engine implements Locker {
     this.ttl = given.ttl === undefined ? DEFAULT_TTL : checkTtl(given.ttl);
     this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
     this.renew = checkBoolean(given.renew, 'renew') ?? true;
+    this.reentrant = checkBoolean(given.reentrant, 'reentrant') ?? true;
+    this.timeout =
+      given.commandTimeout === undefined
+        ? DEFAULT_COMMAND_TIMEOUT
+        : checkTtl(given.commandTimeout, 'commandTimeout');
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
     this.queues = new WaitQueues(backend);
     // Every waiter listens on it while it sleeps (and stops when it wakes): many waiters are normal.
     setMaxListeners(0, this.closing.signal);
-    this.watchdog = new Watchdog(backend, this.clock, {
+    this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
       renewed: (hold) => this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: true })),
       lost: (hold, reason, cause) => this.lose(hold, reason, cause),
     });
   }
 
   async acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
-    return this.run(this.request(key, options));
+    return this.traced(this.request(key, options), (request) => this.run(request));
   }
 
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
@@ -131,41 +164,52 @@ class Engine implements Locker {
       ACQUIRE_OPTIONS.filter((name) => name !== 'wait'),
       'tryAcquire options',
     );
-    try {
-      return await this.run(this.request(key, { ...options, wait: 0 }));
-    } catch (error) {
-      if (error instanceof LockBusyError) return null;
-      throw error;
-    }
+    return this.traced(this.request(key, { ...options, wait: 0 }), async (request) => {
+      try {
+        return await this.run(request);
+      } catch (error) {
+        if (error instanceof LockBusyError) return null;
+        throw error;
+      }
+    });
   }
 
-  using<T>(key: string, options: AcquireOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: UsingOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
-  using<T>(
+  async using<T>(
     key: string,
-    optionsOrFn: AcquireOptions | ((lock: Lock) => Promise<T> | T),
+    optionsOrFn: UsingOptions | ((lock: Lock) => Promise<T> | T),
     maybeFn?: (lock: Lock) => Promise<T> | T,
   ): Promise<T> {
     const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn];
-    if (typeof fn !== 'function')
-      return Promise.reject(new InvalidOptionError('fn', fn, 'a function to run'));
-    return runWithChain(currentChain() ?? newChain(), async () => {
-      const lock = await this.acquire(key, options);
-      let result: T;
-      try {
-        result = await fn(lock);
-      } catch (error) {
-        await lock.release().catch(() => {});
-        throw error;
-      }
-      await lock.release();
-      return result;
-    });
+    if (typeof fn !== 'function') throw new InvalidOptionError('fn', fn, 'a function to run');
+    refuseUnknown(options, USING_OPTIONS, 'the using options');
+    const { rejectOnLoss, ...acquireOptions } = options;
+    const rejects = checkBoolean(rejectOnLoss, 'rejectOnLoss') ?? true;
+    const lock = (await this.acquire(key, acquireOptions)) as LockHandle;
+    let outcome: PromiseSettledResult<T>;
+    try {
+      outcome = { status: 'fulfilled', value: await runInSection(this, lock.hold, () => fn(lock)) };
+    } catch (reason) {
+      outcome = { status: 'rejected', reason };
+    }
+    const lost = rejects ? this.lostDuring(lock.hold) : undefined;
+    if (outcome.status === 'rejected') {
+      await lock.release().catch(() => {});
+      throw lost ? lost.with(outcome) : outcome.reason;
+    }
+    if (lost) {
+      await lock.release().catch(() => {});
+      throw lost.with(outcome);
+    }
+    await lock.release();
+    return outcome.value;
   }
 
   async inspect(key: string): Promise<LockInspection> {
     const resource = this.resourceOf(checkKey(key));
-    return { ...(await this.backend.inspect(resource)), protocol: this.backend.protocol.name };
+    const inspection = await this.bounded(this.backend.inspect(resource), key, 'inspect');
+    return { ...inspection, protocol: this.backend.protocol.name };
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -182,11 +226,11 @@ class Engine implements Locker {
     await Promise.allSettled(
       held.flatMap((hold) =>
         Array.from({ length: hold.handles }, () =>
-          this.backend.release(hold.resource, hold.owner, hold.token),
+          withDeadline(this.backend.release(hold.resource, hold.owner, hold.token), this.timeout),
         ),
       ),
     );
-    await this.backend.close();
+    await withDeadline(this.backend.close(), this.timeout).catch(() => {});
   }
 
   assertHeld(hold: Hold): void {
@@ -194,40 +238,61 @@ class Engine implements Locker {
     if (hold.lost) throw hold.lost;
   }
 
-  async extend(hold: Hold, ttl: number | undefined): Promise<void> {
+  extend(hold: Hold, ttl: number | undefined): Promise<void> {
     const lease = ttl === undefined ? hold.ttl : checkTtl(ttl);
-    this.assertHeld(hold);
-    const sentAt = this.clock();
-    const result = await this.backend.extend(hold.resource, hold.owner, hold.token, lease);
-    if (hold.lost) throw hold.lost;
-    if (!result) {
-      this.lose(hold, 'taken');
-      throw hold.lost;
-    }
-    hold.token = result.token;
-    hold.ttl = lease;
-    hold.renewedAt = sentAt;
-    hold.validUntil = sentAt + result.validity;
-    this.watchdog.reschedule(hold);
-    this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: false }));
+    return hold.serial(async () => {
+      this.assertHeld(hold);
+      const sentAt = this.clock();
+      const result = await this.bounded(
+        this.backend.extend(hold.resource, hold.owner, hold.token, lease),
+        hold.key,
+        'extend',
+      );
+      if (hold.lost) throw hold.lost;
+      if (!result) {
+        this.lose(hold, 'taken');
+        throw hold.lost;
+      }
+      hold.token = result.token;
+      hold.ttl = lease;
+      hold.renewedAt = sentAt;
+      hold.validUntil = sentAt + result.validity;
+      this.watchdog.reschedule(hold);
+      this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: false }));
+    });
   }
 
-  async release(hold: Hold): Promise<ReleaseReply> {
+  /**
+   * Gives up one handle's hold. A release Redis did not answer rejects with
+   * `LockUnavailableError` and may be retried; the hold is no longer renewed meanwhile (when it
+   * was the last handle), so the lock ends by its lease at the latest.
+   */
+  release(hold: Hold): Promise<ReleaseReply> {
     hold.handles -= 1;
-    // A lost hold sends nothing: the same owner may hold the key again by now, and an
-    // owner-checked release cannot tell that newer hold from this one. The key expires by its TTL.
-    if (hold.lost) {
-      if (hold.handles === 0) this.forget(hold);
-      return 'not-owner';
-    }
-    let result: ReleaseReply;
-    try {
-      result = await this.backend.release(hold.resource, hold.owner, hold.token);
-    } finally {
-      if (hold.handles === 0) this.forget(hold);
-    }
-    this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
-    return result;
+    const last = hold.handles === 0;
+    if (last) hold.renew = false;
+    return hold.serial(async () => {
+      // A lost hold sends nothing: the lease ended or another owner took the key. `close()`
+      // has already released what it held.
+      if (hold.lost) {
+        if (last) this.forget(hold);
+        return hold.lost.reason === 'closed' ? 'released' : 'not-owner';
+      }
+      let result: ReleaseReply;
+      try {
+        result = await this.bounded(
+          this.backend.release(hold.resource, hold.owner, hold.token),
+          hold.key,
+          'release',
+        );
+      } catch (error) {
+        hold.handles += 1;
+        throw error;
+      }
+      if (last) this.forget(hold);
+      this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
+      return result;
+    });
   }
 
   private request(key: string, options: AcquireOptions): Request {
@@ -237,11 +302,15 @@ class Engine implements Locker {
     const resource = this.resourceOf(key);
     this.backend.protocol.validate(resource, this.backend.cluster);
     const fixedLease = given.ttl !== undefined;
+    const reentrant = checkBoolean(given.reentrant, 'reentrant') ?? this.reentrant;
+    const explicit = given.owner === undefined ? undefined : checkOwner(given.owner);
+    const enclosing = explicit === undefined && reentrant ? enclosingHold(this, resource) : undefined;
     return {
       key,
       resource,
-      owner:
-        given.owner === undefined ? `${this.id}:${currentChain() ?? newChain()}` : checkOwner(given.owner),
+      owner: explicit ?? enclosing?.owner ?? this.newOwner(),
+      fresh: explicit === undefined && enclosing === undefined,
+      enclosing,
       ttl: given.ttl === undefined ? this.ttl : checkTtl(given.ttl),
       wait: given.wait === undefined ? this.wait : checkWait(given.wait),
       renew: checkBoolean(given.renew, 'renew') ?? (this.renew && !fixedLease),
@@ -250,45 +319,98 @@ class Engine implements Locker {
     };
   }
 
+  private newOwner(): string {
+    lastOwner += 1;
+    return `${this.id}:${lastOwner}`;
+  }
+
   private resourceOf(key: string): string {
     return this.prefix + key;
+  }
+
+  /** Runs one acquire call inside `acquireTracing` when someone subscribes to it (and directly otherwise). */
+  private traced<T>(request: Request, call: (request: Request) => Promise<T>): Promise<T> {
+    if (!acquireTracing.hasSubscribers) return call(request);
+    const context = {
+      key: request.key,
+      protocol: this.backend.protocol.name,
+      ttl: request.ttl,
+      wait: request.wait,
+    };
+    return acquireTracing.tracePromise(() => call(request), context);
+  }
+
+  /** Bounds one call to Redis by the command timeout; a failure to reach Redis becomes `LockUnavailableError`. */
+  private async bounded<T>(call: Promise<T>, key: string, operation: string): Promise<T> {
+    try {
+      return await withDeadline(call, this.timeout);
+    } catch (error) {
+      throw unavailable(error, key, operation);
+    }
+  }
+
+  /**
+   * One acquisition attempt, bounded by the command timeout. A re-entry goes through its hold's
+   * queue (so it never races a renewal that rewrites the token). A grant that lands after the
+   * attempt was given up on is undone, unless the call went on to acquire as a fresh owner: the
+   * protocol then answered both attempts with the same single hold.
+   */
+  private attempt(
+    request: Request,
+    context: AttemptContext,
+    call: { acquired: boolean },
+  ): Promise<BackendAttempt> {
+    const send = () =>
+      withDeadline(
+        this.backend.acquire(request.resource, request.owner, request.ttl, context),
+        this.timeout,
+        (late) => {
+          if (late.status !== 'fulfilled' || !late.value.acquired || (call.acquired && request.fresh)) return;
+          void this.backend.release(request.resource, request.owner, late.value.token).catch(() => {});
+        },
+      );
+    return request.enclosing ? request.enclosing.serial(send) : send();
   }
 
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
   private async run(request: Request): Promise<Lock> {
     if (this.closing.signal.aborted) throw new LockerClosedError();
-    const signal = request.signal
-      ? AbortSignal.any([request.signal, this.closing.signal])
-      : this.closing.signal;
+    const linked = request.signal ? linkSignals(request.signal, this.closing.signal) : undefined;
+    const signal = linked?.signal ?? this.closing.signal;
     const started = this.clock();
     const waiter: Waiter = { notified: false, wake: undefined };
-    const context = { wait: request.wait };
+    const context = { wait: request.wait, fresh: request.fresh };
     let channel: string | undefined;
     let attempts = 0;
-    let acquired = false;
-    let lastFailure: QuorumError | undefined;
+    const call = { acquired: false };
+    let unreachable: LockUnavailableError | undefined;
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         attempts += 1;
         waiter.notified = false;
         const sentAt = this.clock();
-        let attempt: Awaited<ReturnType<LockBackend['acquire']>>;
+        let attempt: BackendAttempt;
         try {
-          attempt = await this.backend.acquire(request.resource, request.owner, request.ttl, context);
+          attempt = await this.attempt(request, context, call);
+          unreachable = undefined;
         } catch (error) {
-          // RedLock heard from too few masters: retry while the wait lasts, as a refusal would be.
-          if (!(error instanceof QuorumError) || request.wait === 0) throw error;
-          lastFailure = error;
+          // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
+          if (!isUnreachable(error)) throw error;
+          unreachable = unavailable(error, request.key, 'acquire') as LockUnavailableError;
+          if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
         }
         let remaining: number;
         if (attempt.acquired) {
           if (!signal.aborted && this.clock() < sentAt + attempt.validity) {
-            acquired = true;
+            call.acquired = true;
             return this.grant(request, attempt, sentAt, started, attempts);
           }
-          await this.backend.release(request.resource, request.owner, attempt.token).catch(() => {});
+          await withDeadline(
+            this.backend.release(request.resource, request.owner, attempt.token),
+            this.timeout,
+          ).catch(() => {});
           if (signal.aborted) throw signal.reason;
           // The reply came back after the lease it granted could have ended: never hand that out.
           remaining = -1;
@@ -297,23 +419,25 @@ class Engine implements Locker {
         }
         const waited = this.clock() - started;
         if (request.wait === 0) throw new LockBusyError(request.key, remaining);
-        if (waited >= request.wait)
-          throw new AcquireTimeoutError(
-            request.key,
-            Math.round(waited),
-            attempts,
-            remaining,
-            lastFailure && { cause: lastFailure },
-          );
-        if (channel === undefined) {
-          const joined = await this.queues.join(request.resource, request.owner, waiter);
-          channel = joined.channel;
-          if (joined.subscribed) continue;
+        if (waited >= request.wait) {
+          if (unreachable) throw unreachable;
+          throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
+        }
+        if (channel === undefined && unreachable === undefined) {
+          const joined = await this.join(request, waiter, signal, request.wait - waited);
+          if (joined) {
+            channel = joined.channel;
+            if (joined.subscribed) continue;
+          }
         }
         if (waiter.notified) continue;
         const untilExpiry = remaining > 0 ? remaining + 1 : Number.POSITIVE_INFINITY;
-        const delay = Math.min(backoff(attempts - 2, request.retry), request.wait - waited, untilExpiry);
-        await pause(Math.ceil(delay), signal, (wake) => {
+        const delay = Math.min(
+          backoff(attempts - 2, request.retry),
+          request.wait - (this.clock() - started),
+          untilExpiry,
+        );
+        await pause(Math.max(0, Math.ceil(delay)), signal, (wake) => {
           waiter.wake = wake;
           return () => {
             waiter.wake = undefined;
@@ -326,11 +450,41 @@ class Engine implements Locker {
       }
       throw error;
     } finally {
+      linked?.dispose();
       if (channel !== undefined) this.queues.leave(channel, waiter);
-      if (!acquired && attempts > 0 && request.wait > 0) {
-        await this.backend.abandon?.(request.resource, request.owner, context).catch(() => {});
+      if (!call.acquired && attempts > 0 && request.wait > 0 && this.backend.abandon) {
+        await withDeadline(
+          this.backend.abandon(request.resource, request.owner, context),
+          this.timeout,
+        ).catch(() => {});
       }
     }
+  }
+
+  /**
+   * Joins the wait queue of the key, giving up (and polling instead) when the subscription is
+   * not active within the time left to wait, the command timeout, or before the signal aborts.
+   */
+  private async join(
+    request: Request,
+    waiter: Waiter,
+    signal: AbortSignal,
+    left: number,
+  ): Promise<{ channel: string; subscribed: boolean } | undefined> {
+    const joining = this.queues.join(request.resource, request.owner, waiter);
+    let joined: { channel: string; subscribed: boolean } | undefined;
+    try {
+      joined = await withDeadline(joining, Math.max(1, Math.min(left, this.timeout)), (late) => {
+        if (late.status === 'fulfilled') this.queues.leave(late.value.channel, waiter);
+      });
+    } catch {
+      joined = undefined;
+    }
+    if (signal.aborted) {
+      if (joined) this.queues.leave(joined.channel, waiter);
+      throw signal.reason;
+    }
+    return joined;
   }
 
   private grant(
@@ -349,8 +503,12 @@ class Engine implements Locker {
       hold.token = reply.token;
       hold.renew ||= request.renew;
       hold.ttl = Math.max(hold.ttl, request.ttl);
-      hold.validUntil = Math.max(hold.validUntil, sentAt + reply.validity);
+      // The deadline the server honours now: a format may shorten the lease on re-entry.
+      hold.validUntil = sentAt + reply.validity;
+      this.watchdog.reschedule(hold);
     } else {
+      // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
+      if (existing && !existing.lost) this.lose(existing, 'expired');
       hold = new Hold(
         request.key,
         request.resource,
@@ -372,6 +530,12 @@ class Engine implements Locker {
       attempts,
     }));
     return new LockHandle(this, hold, reply.fence, reply.holds);
+  }
+
+  /** The loss to report when a critical section ends: the hold was lost, or its validity ended. */
+  private lostDuring(hold: Hold): LockLostError | undefined {
+    if (!hold.lost && this.clock() >= hold.validUntil) this.lose(hold, 'expired');
+    return hold.lost;
   }
 
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {
@@ -398,3 +562,5 @@ class Engine implements Locker {
     });
   }
 }
+
+type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;

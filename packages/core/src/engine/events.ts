@@ -1,4 +1,4 @@
-import { channel } from 'node:diagnostics_channel';
+import { channel, tracingChannel } from 'node:diagnostics_channel';
 
 /**
  * Events published on `node:diagnostics_channel`, so tracing and metrics cost nothing until
@@ -16,3 +16,20 @@ export const channels = {
 };
 
 export type LockEventName = keyof typeof channels;
+
+/**
+ * The whole of one `acquire` / `tryAcquire` call as a `TracingChannel` (`tracing:lock:acquire:*`),
+ * published only while someone subscribes. The context is `{ key, protocol, ttl, wait }`; on
+ * `asyncEnd` it carries `result` (the `Lock`, or null from `tryAcquire` when busy) or `error`.
+ * A subscriber can `bindStore` on `start` to make its own context (a tracing span) active for
+ * everything the call does, Redis commands included.
+ */
+export const acquireTracing = tracingChannel<object, AcquireTraceContext>('lock:acquire');
+
+/** The context object of `acquireTracing`. */
+export interface AcquireTraceContext {
+  readonly key: string;
+  readonly protocol: string;
+  readonly ttl: number;
+  readonly wait: number;
+}

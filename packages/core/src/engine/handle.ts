@@ -16,7 +16,8 @@ export class LockHandle implements Lock {
 
   constructor(
     private readonly engine: HoldOwner,
-    private readonly hold: Hold,
+    /** The hold this handle shares with the other handles of its owner. */
+    readonly hold: Hold,
     readonly fence: number,
     readonly holds: number,
   ) {}
@@ -51,8 +52,15 @@ export class LockHandle implements Lock {
     await this.engine.extend(this.hold, ttl);
   }
 
+  /** Idempotent once it succeeded; a release that failed (Redis unreachable) may be called again. */
   release(): Promise<ReleaseReply> {
-    this.releasing ??= this.engine.release(this.hold);
+    if (!this.releasing) {
+      const releasing = this.engine.release(this.hold);
+      this.releasing = releasing;
+      releasing.catch(() => {
+        if (this.releasing === releasing) this.releasing = undefined;
+      });
+    }
     return this.releasing;
   }
 

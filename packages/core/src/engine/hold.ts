@@ -1,5 +1,7 @@
 import type { LockLostError } from '../errors.js';
 
+const settle = () => {};
+
 /**
  * What this locker knows about one lock it holds as one owner: the state every handle of that
  * hold shares (re-entrant acquisitions of the same owner add handles, not holds).
@@ -7,11 +9,15 @@ import type { LockLostError } from '../errors.js';
 export class Hold {
   /** Made on first use of `signal`: most holds are released without anyone reading it. */
   private controller: AbortController | undefined;
+  /** The last operation queued by `serial`, while one runs. */
+  private tail: Promise<void> | undefined;
   /** Handles not yet released. */
   handles = 1;
   /** When the last renewal (or the acquisition) was sent; the next renewal is due ttl/3 later. */
   renewedAt: number;
   renewing = false;
+  /** Why the last renewal failed, while it is being retried; the loss reason if validity ends first. */
+  renewalError: unknown;
   lost: LockLostError | undefined;
 
   constructor(
@@ -44,13 +50,40 @@ export class Hold {
     this.controller?.abort(error);
   }
 
+  /** Whether an operation queued by `serial` is running. */
+  get busy(): boolean {
+    return this.tail !== undefined;
+  }
+
+  /**
+   * Runs `operation` after every operation queued before it has settled. Extend, renewal,
+   * re-entry and release of one hold go through here: formats that rewrite their token on
+   * renewal (legacy) must never send a token an operation in flight is replacing.
+   */
+  serial<T>(operation: () => Promise<T>): Promise<T> {
+    const result = this.tail ? this.tail.then(operation) : operation();
+    const tail = result.then(settle, settle);
+    this.tail = tail;
+    void tail.then(() => {
+      if (this.tail === tail) this.tail = undefined;
+    });
+    return result;
+  }
+
   get id(): string {
     return holdId(this.resource, this.owner);
   }
 
-  /** When the watchdog should renew it: a third of the lease after the last renewal was sent. */
+  /**
+   * When the watchdog should renew it: a third of the lease after the last renewal was sent,
+   * or sooner when the server's deadline is nearer than a full lease from then (a re-entry
+   * that shortened the lease, a renewal being retried).
+   */
   get renewDue(): number {
-    return this.renewedAt + Math.floor(this.ttl / 3);
+    return Math.min(
+      this.renewedAt + Math.floor(this.ttl / 3),
+      this.validUntil - Math.floor((2 * this.ttl) / 3),
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 import { InvalidKeyError, InvalidOptionError } from '../errors.js';
-import type { AcquireOptions, RetryOptions } from '../types.js';
+import type { AcquireOptions, RetryOptions, UsingOptions } from '../types.js';
 
 /** Largest ttl Redis timers and Node timers both accept. */
 export const MAX_TTL = 2 ** 31 - 1;
@@ -8,6 +8,7 @@ export const MAX_KEY_BYTES = 4096;
 
 export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT = 10_000;
+export const DEFAULT_COMMAND_TIMEOUT = 500;
 export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
 
 /** Throws `InvalidOptionError` when `options` is not an object, or naming any key of it not in `known`. */
@@ -96,7 +97,10 @@ export const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = [
   'signal',
   'owner',
   'retry',
+  'reentrant',
 ];
+
+export const USING_OPTIONS: readonly (keyof UsingOptions)[] = [...ACQUIRE_OPTIONS, 'rejectOnLoss'];
 
 export function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || Buffer.byteLength(prefix) > 256) {

@@ -43,7 +43,9 @@ export class WaitQueues {
     if (!queue) {
       const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
       created.ready = this.backend
-        .listen(resource, owner, () => this.notifyFirst(created))
+        .listen(resource, owner, (wakesAll) =>
+          wakesAll ? this.notifyAll(created) : this.notifyFirst(created),
+        )
         .then(
           (unlisten) => {
             if (this.queues.get(channel) === created) created.unlisten = unlisten;
@@ -67,6 +69,13 @@ export class WaitQueues {
     if (queue.waiters.size > 0) return;
     this.queues.delete(channel);
     queue.unlisten?.();
+  }
+
+  private notifyAll(queue: Queue): void {
+    for (const waiter of queue.waiters) {
+      waiter.notified = true;
+      waiter.wake?.();
+    }
   }
 
   private notifyFirst(queue: Queue): void {

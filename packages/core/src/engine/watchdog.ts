@@ -1,5 +1,6 @@
 import type { LockBackend } from '../backend.js';
 import type { LockLostReason } from '../errors.js';
+import { withDeadline } from './deadline.js';
 import type { Hold } from './hold.js';
 
 /** What the watchdog reports back to the engine. */
@@ -8,20 +9,28 @@ export interface WatchdogEvents {
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void;
 }
 
+/** Delay before a failed renewal is tried again, as a fraction of the lease (bounded below). */
+const RETRY_FRACTION = 10;
+const RETRY_MIN_MS = 10;
+
 /**
  * One timer per locker for every hold: it renews the holds that are due (in batches: each due
  * hold is renewed together with the holds due within the next sixth of their lease, so 10k
  * locks cost a handful of round trips per interval) and declares lost every hold whose
- * validity ended. The timer is unref'd: it never keeps a process alive.
+ * validity ended. A renewal that fails (Redis unreachable, too slow) is retried while the hold
+ * is still valid; only when its validity ends is it lost. The timer is unref'd: it never keeps
+ * a process alive.
  */
 export class Watchdog {
   private readonly holds = new Set<Hold>();
+  private readonly retryAt = new WeakMap<Hold, number>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly backend: LockBackend,
     private readonly clock: () => number,
+    private readonly timeout: number,
     private readonly events: WatchdogEvents,
   ) {}
 
@@ -41,13 +50,23 @@ export class Watchdog {
     this.timerAt = Number.POSITIVE_INFINITY;
   }
 
-  /** Runs a check now, e.g. after `lock.extend()` changed a deadline. */
+  /** Runs a check when `hold` next needs one, e.g. after `lock.extend()` or a re-entry moved its deadline. */
   reschedule(hold: Hold): void {
     if (this.holds.has(hold)) this.schedule(this.wakeAt(hold));
   }
 
+  private renewAt(hold: Hold): number {
+    return Math.max(hold.renewDue, this.retryAt.get(hold) ?? Number.NEGATIVE_INFINITY);
+  }
+
+  /** Due, or within a sixth of its lease of being due (so it shares this round), and not waiting to retry. */
+  private isDue(hold: Hold, now: number): boolean {
+    const retryAt = this.retryAt.get(hold);
+    return (retryAt === undefined || now >= retryAt) && now >= hold.renewDue - Math.floor(hold.ttl / 6);
+  }
+
   private wakeAt(hold: Hold): number {
-    return hold.renew && !hold.renewing ? Math.min(hold.renewDue, hold.validUntil) : hold.validUntil;
+    return hold.renew && !hold.renewing ? Math.min(this.renewAt(hold), hold.validUntil) : hold.validUntil;
   }
 
   private schedule(at: number): void {
@@ -66,40 +85,57 @@ export class Watchdog {
     let next = Number.POSITIVE_INFINITY;
     for (const hold of this.holds) {
       if (now >= hold.validUntil) {
-        this.events.lost(hold, 'expired');
+        if (hold.renewalError === undefined) this.events.lost(hold, 'expired');
+        else this.events.lost(hold, 'renewal-failed', hold.renewalError);
         continue;
       }
-      if (hold.renew && !hold.renewing && now >= hold.renewDue - Math.floor(hold.ttl / 6)) {
-        hold.renewing = true;
-        const batch = due.get(hold.ttl) ?? [];
-        batch.push(hold);
-        due.set(hold.ttl, batch);
+      if (hold.renew && !hold.renewing && this.isDue(hold, now)) {
+        if (hold.busy) {
+          // An extend, re-entry or release is in flight: it settles the hold's token first.
+          this.retryAt.set(hold, now + RETRY_MIN_MS);
+        } else {
+          hold.renewing = true;
+          const batch = due.get(hold.ttl) ?? [];
+          batch.push(hold);
+          due.set(hold.ttl, batch);
+        }
       }
       next = Math.min(next, this.wakeAt(hold));
     }
-    for (const [ttl, batch] of due) void this.renew(batch, ttl);
+    for (const [ttl, batch] of due) this.renew(batch, ttl);
     if (next < Number.POSITIVE_INFINITY) this.schedule(next);
   }
 
-  private async renew(batch: Hold[], ttl: number): Promise<void> {
+  private renew(batch: Hold[], ttl: number): void {
     const sentAt = this.clock();
-    let results: Awaited<ReturnType<LockBackend['extendMany']>>;
-    try {
-      results = await this.backend.extendMany(batch, ttl);
-    } catch (error) {
-      for (const hold of batch) this.finish(hold, () => this.events.lost(hold, 'renewal-failed', error));
+    const round = withDeadline(this.backend.extendMany(batch, ttl), this.timeout);
+    // Each hold waits for the round in its own queue, so a release or extend of it waits too.
+    batch.forEach((hold, i) => {
+      void hold.serial(() =>
+        round.then(
+          (results) => this.finish(hold, () => this.renewed(hold, results[i] ?? null, sentAt)),
+          (error: unknown) => this.finish(hold, () => this.failed(hold, error)),
+        ),
+      );
+    });
+  }
+
+  private renewed(hold: Hold, result: { token: string; validity: number } | null, sentAt: number): void {
+    if (!result) {
+      this.events.lost(hold, 'taken');
       return;
     }
-    batch.forEach((hold, i) => {
-      const result = results[i];
-      this.finish(hold, () => {
-        if (!result) return this.events.lost(hold, 'taken');
-        hold.token = result.token;
-        hold.renewedAt = sentAt;
-        hold.validUntil = sentAt + result.validity;
-        this.events.renewed(hold);
-      });
-    });
+    hold.token = result.token;
+    hold.renewedAt = sentAt;
+    hold.renewalError = undefined;
+    this.retryAt.delete(hold);
+    hold.validUntil = sentAt + result.validity;
+    this.events.renewed(hold);
+  }
+
+  private failed(hold: Hold, error: unknown): void {
+    hold.renewalError = error;
+    this.retryAt.set(hold, this.clock() + Math.max(RETRY_MIN_MS, Math.floor(hold.ttl / RETRY_FRACTION)));
   }
 
   private finish(hold: Hold, settle: () => void): void {

@@ -17,7 +17,8 @@ import {
   type RedisClient,
 } from '@lock/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keysWithoutTtl } from './keys.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { keysWithoutTtl, waiterSubscribed } from './keys.js';
 
 /** What a contract run needs. */
 export interface ContractTarget {
@@ -32,6 +33,22 @@ export interface ContractTarget {
   /** Keys that may legitimately lack a TTL (fence counters). */
   readonly counters: RegExp;
   close(): Promise<void>;
+}
+
+/** Resolves after `count` watchdog renewals of `key` (from the `lock:extend` event). */
+function renewals(key: string, count: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const onExtend = (message: unknown) => {
+      const { key: renewed, renewal } = message as { key: string; renewal: boolean };
+      if (renewed !== key || !renewal) return;
+      seen += 1;
+      if (seen < count) return;
+      unsubscribe('lock:extend', onExtend);
+      resolve();
+    };
+    subscribe('lock:extend', onExtend);
+  });
 }
 
 export function describeLockerContract(name: string, setup: () => Promise<ContractTarget>): void {
@@ -91,7 +108,7 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       const slowPoller = target.make({ retry: { base: 60_000, max: 60_000, jitter: 0 } });
       const lock = await target.locker.acquire(k, { ttl: 20_000 });
       const waiting = slowPoller.acquire(k, { wait: 15_000 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await waiterSubscribed(target.clients, k);
       await lock.release();
       const next = await waiting;
       expect(next.fence).toBeGreaterThan(lock.fence);
@@ -110,7 +127,7 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       expect(new Set(fences).size).toBe(fences.length);
     });
 
-    it('re-enters within one call chain and makes a concurrent chain wait', async () => {
+    it('re-enters inside a using() critical section and makes a concurrent task wait', async () => {
       const k = key();
       const order: string[] = [];
       let held!: () => void;
@@ -136,7 +153,7 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       const concurrent = target.locker.using(k, { wait: 5_000 }, () => {
         order.push('concurrent');
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await waiterSubscribed(target.clients, k);
       finish();
       await Promise.all([outer, concurrent]);
       expect(order).toEqual(['outer done', 'concurrent']);
@@ -191,17 +208,105 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
 
     it('keeps a lock without a fixed lease alive through renewals', async () => {
       const k = key();
-      // Three leases' worth of time: each renewal (every 200 ms) must land within the 600 ms lease.
+      // Renewed every 200 ms within a 600 ms lease: five renewals span more than two leases.
       const shortLease = target.make({ ttl: 600 });
       const lock = await shortLease.acquire(k);
-      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      await renewals(k, 5);
       expect(lock.signal.aborted).toBe(false);
       expect(lock.validUntil).toBeGreaterThan(performance.now());
       const seen = await target.other.inspect(k);
       expect(seen.held).toBe(true);
       expect(seen.fence).toBe(lock.fence);
-      await lock.release();
+      expect(await lock.release()).toBe('released');
       expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('serialises extend, renewal and release of one hold (formats that rewrite their token included)', async () => {
+      const k = key();
+      const lock = await target.locker.acquire(k, { ttl: 5_000 });
+      await Promise.all([lock.extend(6_000), lock.extend(7_000), lock.extend(8_000)]);
+      expect(lock.signal.aborted).toBe(false);
+      const extending = lock.extend(9_000);
+      const released = lock.release();
+      await extending;
+      expect(await released).toBe('released');
+      expect(await target.other.isLocked(k)).toBe(false);
+    });
+
+    it('never lets two sibling tasks of one critical section hold another lock at once', async () => {
+      const outer = key();
+      const inner = key();
+      const events: string[] = [];
+      await target.locker.using(outer, { ttl: 5_000 }, async () => {
+        const task = (name: string) =>
+          target.locker.using(inner, { ttl: 5_000, wait: 5_000 }, async (lock) => {
+            events.push(`${name} in (${lock.holds})`);
+            await new Promise((resolve) => setTimeout(resolve, 30));
+            events.push(`${name} out`);
+          });
+        await Promise.all([task('a'), task('b')]);
+      });
+      expect(events).toEqual(['a in (1)', 'a out', 'b in (1)', 'b out']);
+      expect(await target.other.isLocked(inner)).toBe(false);
+    });
+
+    it('re-enters only when nested, and never with reentrant: false', async () => {
+      const k = key();
+      await target.locker.using(k, { ttl: 5_000 }, async (outer) => {
+        const nested = await target.locker.acquire(k, { ttl: 5_000, wait: 0 });
+        expect(nested.holds).toBe(2);
+        expect(nested.fence).toBe(outer.fence);
+        expect(await nested.release()).toBe('held');
+        const refused = await target.locker
+          .acquire(k, { ttl: 5_000, wait: 0, reentrant: false })
+          .catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(LockBusyError);
+      });
+      expect(await target.other.isLocked(k)).toBe(false);
+      const strict = target.make({ reentrant: false });
+      await strict.using(k, { ttl: 5_000 }, async () => {
+        await expect(strict.acquire(k, { wait: 0 })).rejects.toBeInstanceOf(LockBusyError);
+      });
+    });
+
+    it('keeps every handle of a re-entered lock within the deadline the server honours', async () => {
+      for (const [outerTtl, innerTtl] of [
+        [2_000, 8_000],
+        [8_000, 2_000],
+      ] as const) {
+        const k = key();
+        await target.locker.using(k, { ttl: outerTtl }, async (outer) => {
+          const inner = await target.locker.acquire(k, { ttl: innerTtl });
+          const pttl = (await target.other.inspect(k)).ttl!;
+          const now = performance.now();
+          for (const handle of [outer, inner]) expect(handle.validUntil - now).toBeLessThanOrEqual(pttl);
+          await inner.release();
+        });
+      }
+    });
+
+    it('does not re-enter a hold it gave up, and using() rejects with LockLostError carrying the outcome', async () => {
+      const k = key();
+      let skew = 0;
+      const skewed = target.make({ clock: () => performance.now() + skew });
+      const error = await skewed
+        .using(k, { ttl: 5_000 }, async (lock) => {
+          skew = 60_000; // the hold's validity has ended in this locker's view: it is lost
+          expect(() => lock.assertHeld()).toThrow(LockLostError);
+          // The key is still in Redis under the lost hold's owner: a new acquisition must wait.
+          await expect(skewed.acquire(k, { wait: 0 })).rejects.toBeInstanceOf(LockBusyError);
+          return 'done';
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockLostError);
+      expect((error as LockLostError).outcome).toEqual({ status: 'fulfilled', value: 'done' });
+      const kept = key();
+      skew = 0;
+      const result = await skewed.using(kept, { ttl: 5_000, rejectOnLoss: false }, () => {
+        skew = 60_000;
+        return 'kept';
+      });
+      expect(result).toBe('kept');
     });
 
     it('aborts a waiting acquire with an AbortError and leaves nothing behind', async () => {
@@ -263,7 +368,7 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       const closing = target.make({});
       const lock = await target.locker.acquire(k, { ttl: 5_000 });
       const waiting = closing.acquire(k, { wait: 5_000 }).catch((e: unknown) => e);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await waiterSubscribed(target.clients, k);
       await closing.close();
       expect(await waiting).toBeInstanceOf(LockerClosedError);
       await expect(closing.acquire(k)).rejects.toBeInstanceOf(LockerClosedError);

@@ -14,3 +14,32 @@ export async function keysWithoutTtl(client: RedisClient): Promise<string[]> {
   }
   return found;
 }
+
+/** Every pub/sub channel (plain and sharded) some connection is subscribed to, on every master. */
+export async function subscribedChannels(client: RedisClient): Promise<string[]> {
+  const nodes = 'nodes' in client && typeof client.nodes === 'function' ? client.nodes('master') : [client];
+  const found: string[] = [];
+  for (const node of nodes) {
+    found.push(...((await node.call('PUBSUB', 'CHANNELS')) as string[]));
+    found.push(...((await node.call('PUBSUB', 'SHARDCHANNELS')) as string[]));
+  }
+  return found;
+}
+
+/**
+ * Resolves once a waiter is subscribed to a release channel naming `key` (so it is waiting, not
+ * about to start), polling every 5 ms for at most `limit` ms.
+ */
+export async function waiterSubscribed(
+  clients: readonly RedisClient[],
+  key: string,
+  limit = 5_000,
+): Promise<void> {
+  const until = performance.now() + limit;
+  while (performance.now() < until) {
+    const channels = (await Promise.all(clients.map(subscribedChannels))).flat();
+    if (channels.some((channel) => channel.includes(key))) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`no waiter subscribed to a channel of "${key}" within ${limit} ms`);
+}

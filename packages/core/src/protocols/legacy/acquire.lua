@@ -12,10 +12,13 @@
     ARGV[2] lease in those units, added to now to make the stored timestamp; the TTL matches it
     ARGV[3] skew margin in ms: how far past its timestamp a TTL-less key must be to be taken over
     ARGV[4] owner
+    ARGV[5] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
+            only be this call's own earlier attempt, so it is answered as it stands, not counted
 
   Output:
-    { 1, fence, value, holds }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
-                                value is the timestamp now stored: the owner's token
+    { 1, fence, value, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence
+                                unchanged); value is the timestamp now stored: the owner's
+                                token; pttl the lock's TTL now (a re-entry never shortens it)
     { 0, remaining }            held by another owner: the key's remaining PTTL, or for a
                                 TTL-less key the ms until it may be taken over
     -1                          the key holds another Redis type (a lock of another format)
@@ -24,6 +27,7 @@
 local rcall = redis.call
 local lock, counter, record = KEYS[1], KEYS[2], KEYS[3]
 local scale, lease, margin, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local fresh = ARGV[5] == '1'
 
 -- Server time, so that no client clock decides who holds the lock.
 local time = rcall('time')
@@ -36,12 +40,16 @@ local function recordOwner(holds)
   rcall('pexpire', record, leaseMs)
 end
 
-if rcall('set', lock, value, 'NX', 'PX', leaseMs) then
+local kind = rcall('type', lock).ok
+if kind == 'none' then
+  -- The fence first: if the counter cannot be incremented, nothing has been written.
+  local fence = rcall('incr', counter)
+  rcall('set', lock, value, 'PX', leaseMs)
   recordOwner(1)
-  return { 1, rcall('incr', counter), value, 1 }
+  return { 1, fence, value, 1, leaseMs }
 end
 
-if rcall('type', lock).ok ~= 'string' then
+if kind ~= 'string' then
   return -1
 end
 
@@ -53,15 +61,18 @@ end
 local pttl = rcall('pttl', lock)
 local mine = rcall('hmget', record, 'owner', 'holds', 'value')
 if mine[1] == owner and mine[3] == stored then
-  local holds = tonumber(mine[2]) + 1
+  local holds = tonumber(mine[2])
+  if not fresh then
+    holds = holds + 1
+  end
   -- A re-entry never shortens the lease; lengthening it rewrites value and TTL together.
   if pttl < leaseMs then
     rcall('set', lock, value, 'PX', leaseMs)
     recordOwner(holds)
-    return { 1, tonumber(rcall('get', counter)), value, holds }
+    return { 1, tonumber(rcall('get', counter)), value, holds, leaseMs }
   end
   rcall('hset', record, 'holds', holds)
-  return { 1, tonumber(rcall('get', counter)), stored, holds }
+  return { 1, tonumber(rcall('get', counter)), stored, holds, pttl }
 end
 
 -- A key with a TTL is left to Redis to expire, whatever its timestamp says: taking it over is
@@ -75,7 +86,8 @@ if wait > 0 then
   return { 0, wait }
 end
 
+local fence = rcall('incr', counter)
 rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)
 recordOwner(1)
-return { 1, rcall('incr', counter), value, 1 }
+return { 1, fence, value, 1, leaseMs }

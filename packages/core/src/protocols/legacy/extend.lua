@@ -1,14 +1,15 @@
 --[[
-  Renews legacy timestamp locks that still hold the timestamp we wrote: writes a new timestamp
-  (server time plus the lease) with a matching TTL, and moves the owner record along. Never
-  creates a key.
+  Renews legacy timestamp locks that still hold the timestamp we wrote, under an owner record
+  naming us: writes a new timestamp (server time plus the lease) with a matching TTL, and moves
+  the owner record along. Never creates a key.
 
   Input:
     KEYS[2i-1]   lock key of item i
     KEYS[2i]     owner record of item i (hash { owner, holds, value })
     ARGV[1]      ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2]      lease in those units
-    ARGV[i+2]    the timestamp we last wrote to item i (our token)
+    ARGV[2i+1]   the timestamp we last wrote to item i (our token)
+    ARGV[2i+2]   the owner of item i
 
   Output:
     { r1, ..., rn }  the new timestamp (the new token) where renewed, 0 where the key is gone
@@ -23,13 +24,13 @@ local value = string.format('%d', math.floor(nowMs / scale) + lease)
 local results = {}
 
 for i = 1, #KEYS / 2 do
-  local lock, record, token = KEYS[2 * i - 1], KEYS[2 * i], ARGV[i + 2]
-  if rcall('type', lock).ok == 'string' and rcall('get', lock) == token then
+  local lock, record, token, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2]
+  local mine = rcall('hmget', record, 'owner', 'value')
+  if mine[1] == owner and mine[2] == token and rcall('type', lock).ok == 'string'
+      and rcall('get', lock) == token then
     rcall('set', lock, value, 'PX', leaseMs)
-    if rcall('hget', record, 'value') == token then
-      rcall('hset', record, 'value', value)
-      rcall('pexpire', record, leaseMs)
-    end
+    rcall('hset', record, 'value', value)
+    rcall('pexpire', record, leaseMs)
     results[i] = value
   else
     results[i] = 0

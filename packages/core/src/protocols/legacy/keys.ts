@@ -1,5 +1,5 @@
 import { InvalidKeyError } from '../../errors.js';
-import { hashTag, slotKey } from '../../hash-tag.js';
+import { hashTag, refuseSiblingName, slotKey } from '../../hash-tag.js';
 
 /** The keys of one legacy lock. */
 export interface LegacyKeys {
@@ -27,6 +27,7 @@ export function legacyKeys(resource: string): LegacyKeys {
   const slot = slotKey(resource);
   if (slot === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
+  refuseSiblingName(resource, slot);
   return { lock: resource, fence: `${slot}:fence`, owner: `${slot}:owner`, channel: `${slot}:released` };
 }
 

@@ -57,7 +57,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       const { lock, owner } = legacyKeys(item.resource);
       return [lock, owner];
     });
-    const tokens = items.map((item) => item.token);
+    const tokens = items.flatMap((item) => [item.token, item.owner]);
     const renewed = (await extendScript.run(redis, keys, [scale, lease, ...tokens])) as (string | number)[];
     return items.map((_, i) => {
       const value = renewed[i];
@@ -81,22 +81,32 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return legacyKeys(resource).channel;
     },
 
-    async acquire(redis, resource, owner, ttl) {
+    async acquire(redis, resource, owner, ttl, context) {
       const lease = leaseUnits(unit, ttl);
       const keys = legacyKeys(resource);
       requireHashTagOnCluster(resource, isCluster(redis));
       const reply = await acquireScript.run(
         redis,
         [keys.lock, keys.fence, keys.owner],
-        [scale, lease, skewMargin, owner],
+        [scale, lease, skewMargin, owner, context?.fresh ? '1' : '0'],
       );
-      const [state, fenceOrRemaining, value, holds] = checked(reply, resource) as [
+      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
         number,
         number,
         string,
         number,
+        number,
       ];
-      if (state === 1) return { acquired: true, fence: fenceOrRemaining, holds, token: value };
+      // In seconds the stored lease runs a second past the ttl (see leaseUnits); the validity
+      // the engine may count on stays the ttl's share of it.
+      if (state === 1)
+        return {
+          acquired: true,
+          fence: fenceOrRemaining,
+          holds,
+          token: value,
+          ttl: pttl - (lease * scale - ttl),
+        };
       return { acquired: false, remaining: fenceOrRemaining };
     },
 

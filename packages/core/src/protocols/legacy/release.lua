@@ -1,7 +1,8 @@
 --[[
   Gives up one hold of a legacy timestamp lock while the key still holds the exact timestamp
-  we wrote; the last hold deletes it and announces the release. A lock that expired, was taken
-  over or was rewritten by anyone else is left alone.
+  we wrote and the owner record names us as its writer; the last hold deletes it and announces
+  the release. A lock that expired, was taken over or was rewritten by anyone else is left
+  alone, also when another owner happened to write the same timestamp (same second).
 
   Input:
     KEYS[1] lock key
@@ -25,7 +26,10 @@ if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
 end
 
 local mine = rcall('hmget', record, 'owner', 'holds', 'value')
-if mine[1] == owner and mine[3] == token and tonumber(mine[2]) > 1 then
+if mine[1] ~= owner or mine[3] ~= token then
+  return -1
+end
+if tonumber(mine[2]) > 1 then
   return rcall('hincrby', record, 'holds', -1)
 end
 

@@ -1,5 +1,5 @@
 import { InvalidKeyError } from '../../errors.js';
-import { slotKey } from '../../hash-tag.js';
+import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { publishCommand } from '../../topology.js';
@@ -21,6 +21,7 @@ function keysOf(resource: string) {
   const lock = slotKey(resource);
   if (lock === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
+  refuseSiblingName(resource, lock);
   return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
 }
 
@@ -45,10 +46,16 @@ export function tokenProtocol(): LockProtocol {
       return keysOf(resource).channel;
     },
 
-    async acquire(redis, resource, owner, ttl) {
+    async acquire(redis, resource, owner, ttl, context) {
       const keys = keysOf(resource);
-      const reply = (await acquireScript.run(redis, [keys.lock, keys.fence], [owner, ttl])) as number[];
-      if (reply[0] === 1) return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner };
+      const reply = (await acquireScript.run(
+        redis,
+        [keys.lock, keys.fence],
+        [owner, ttl, context?.fresh ? '1' : '0'],
+      )) as number[];
+      if (reply[0] === 1) {
+        return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner, ttl: reply[3]! };
+      }
       return { acquired: false, remaining: reply[1]! };
     },
 

@@ -1,0 +1,59 @@
+import { LockError, LockUnavailableError } from '../errors.js';
+
+/** The reason a call that Redis did not answer in time gives up with. */
+export class CommandTimeoutError extends Error {
+  override name = 'CommandTimeoutError';
+  constructor(readonly timeout: number) {
+    super(`Redis did not answer within ${timeout} ms`);
+  }
+}
+
+/**
+ * Settles with `call`, or rejects with `CommandTimeoutError` after `timeout` ms, whatever the
+ * connection does (ioredis may hold a command in its offline queue for a minute). A call given
+ * up on keeps running: `late` is told how it ended, so a write that lands afterwards can be undone.
+ */
+export function withDeadline<T>(
+  call: Promise<T>,
+  timeout: number,
+  late?: (settled: PromiseSettledResult<T>) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      reject(new CommandTimeoutError(timeout));
+    }, timeout);
+    call.then(
+      (value) => {
+        if (!timedOut) {
+          clearTimeout(timer);
+          resolve(value);
+        } else late?.({ status: 'fulfilled', value });
+      },
+      (reason: unknown) => {
+        if (!timedOut) {
+          clearTimeout(timer);
+          reject(reason);
+        } else late?.({ status: 'rejected', reason });
+      },
+    );
+  });
+}
+
+/**
+ * Whether an error means Redis could not be reached or did not answer (a refused or closed
+ * connection, ioredis giving up, our own deadline), as opposed to an answer: Redis's own error
+ * replies (NOPERM, WRONGTYPE, …) and the library's typed errors pass through unchanged.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (error instanceof LockUnavailableError || error instanceof CommandTimeoutError) return true;
+  if (error instanceof LockError) return false;
+  return !(error instanceof Error && error.name === 'ReplyError');
+}
+
+/** The error a call that could not reach Redis rejects with: `LockUnavailableError`, the failure as `cause`. */
+export function unavailable(error: unknown, key: string, operation: string): unknown {
+  if (error instanceof LockUnavailableError || !isUnreachable(error)) return error;
+  return new LockUnavailableError(key, operation, { cause: error });
+}

@@ -1,0 +1,3 @@
+import { libraryBuild } from '../../tooling/tsup.shared.ts';
+
+export default libraryBuild(['src/index.ts']);
