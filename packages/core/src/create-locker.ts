@@ -30,7 +30,11 @@ export function createLocker(options: LockerOptions): Locker {
   refuseUnknown(options, ['redis', 'protocol', 'replication', ...ENGINE_OPTIONS], 'the locker options');
   const { redis, protocol, replication, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
-    throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
+    throw new InvalidOptionError(
+      'redis',
+      redis,
+      'an ioredis Redis or Cluster client; node-redis clients are not supported yet',
+    );
   }
   const backend = singleBackend(
     redis,

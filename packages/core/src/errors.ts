@@ -1,12 +1,30 @@
+/** Every `code` a core error carries, one per class (`QuorumError` narrows `LockUnavailableError`'s). */
+export const LOCK_ERROR_CODES = [
+  'ERR_LOCK_BUSY',
+  'ERR_LOCK_ACQUIRE_TIMEOUT',
+  'ABORT_ERR',
+  'ERR_LOCK_LOST',
+  'ERR_LOCK_UNAVAILABLE',
+  'ERR_LOCK_QUORUM',
+  'ERR_LOCK_NOT_OWNER',
+  'ERR_LOCK_NOT_REPLICATED',
+  'ERR_LOCK_INVALID_OPTION',
+  'ERR_LOCK_INVALID_KEY',
+  'ERR_LOCK_CLOSED',
+] as const;
+
+/** The `code` of an error thrown by `@lock/core`. */
+export type LockErrorCode = (typeof LOCK_ERROR_CODES)[number];
+
 /**
  * One class per failure a caller handles differently. Every class carries a stable `code`
  * (safer than `instanceof` when two copies of the package are installed) and sets `name`
  * explicitly, so minifiers cannot change it.
  */
-export class LockError extends Error {
+export class LockError<Code extends string = string> extends Error {
   override name = 'LockError';
   constructor(
-    readonly code: string,
+    readonly code: Code,
     message: string,
     options?: ErrorOptions,
   ) {
@@ -15,7 +33,7 @@ export class LockError extends Error {
 }
 
 /** The lock is held by someone else and the call was not allowed to wait. */
-export class LockBusyError extends LockError {
+export class LockBusyError extends LockError<'ERR_LOCK_BUSY'> {
   override name = 'LockBusyError';
   constructor(
     readonly key: string,
@@ -27,7 +45,7 @@ export class LockBusyError extends LockError {
 }
 
 /** Waiting for the lock took longer than `wait`. */
-export class AcquireTimeoutError extends LockError {
+export class AcquireTimeoutError extends LockError<'ERR_LOCK_ACQUIRE_TIMEOUT'> {
   override name = 'AcquireTimeoutError';
   constructor(
     readonly key: string,
@@ -52,7 +70,7 @@ export class AcquireTimeoutError extends LockError {
  * A waiting acquire stopped by its AbortSignal. Named `AbortError` with code `ABORT_ERR`,
  * as Node's own aborts are, so generic abort handling recognises it; `cause` is the signal's reason.
  */
-export class LockAbortError extends LockError {
+export class LockAbortError extends LockError<'ABORT_ERR'> {
   override name = 'AbortError';
   constructor(
     readonly key: string,
@@ -66,7 +84,7 @@ export class LockAbortError extends LockError {
 export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'closed';
 
 /** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
-export class LockLostError extends LockError {
+export class LockLostError extends LockError<'ERR_LOCK_LOST'> {
   override name = 'LockLostError';
   /** From `using`: how the critical section's routine ended (its result or its error). */
   readonly outcome?: PromiseSettledResult<unknown>;
@@ -90,7 +108,9 @@ export class LockLostError extends LockError {
  * without knowing whether anyone holds the lock. `cause` is the underlying error (a refused
  * connection, a command timeout). Adapters answer 503 (or fail open, by option).
  */
-export class LockUnavailableError extends LockError {
+export class LockUnavailableError<
+  Code extends 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM' = 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM',
+> extends LockError<Code> {
   override name = 'LockUnavailableError';
   constructor(
     readonly key: string,
@@ -98,8 +118,8 @@ export class LockUnavailableError extends LockError {
     readonly operation: string,
     options?: ErrorOptions,
     /** Subclasses name a more precise failure of the same kind (a quorum of masters unreachable). */
-    detail: { code: string; message: string } = {
-      code: 'ERR_LOCK_UNAVAILABLE',
+    detail: { code: Code; message: string } = {
+      code: 'ERR_LOCK_UNAVAILABLE' as Code,
       message: `Redis is unavailable: could not ${operation} lock "${key}"`,
     },
   ) {
@@ -108,7 +128,7 @@ export class LockUnavailableError extends LockError {
 }
 
 /** RedLock could not get a majority of masters to agree: too few answered, so the masters count as unavailable. */
-export class QuorumError extends LockUnavailableError {
+export class QuorumError extends LockUnavailableError<'ERR_LOCK_QUORUM'> {
   override name = 'QuorumError';
   constructor(
     key: string,
@@ -127,7 +147,7 @@ export class QuorumError extends LockUnavailableError {
 }
 
 /** Release or extend by someone who does not hold the lock. */
-export class NotOwnerError extends LockError {
+export class NotOwnerError extends LockError<'ERR_LOCK_NOT_OWNER'> {
   override name = 'NotOwnerError';
   constructor(
     readonly key: string,
@@ -138,7 +158,7 @@ export class NotOwnerError extends LockError {
 }
 
 /** No replica confirmed the acquisition within the WAIT timeout, so the lock was released. */
-export class ReplicationError extends LockError {
+export class ReplicationError extends LockError<'ERR_LOCK_NOT_REPLICATED'> {
   override name = 'ReplicationError';
   constructor(
     readonly key: string,
@@ -155,7 +175,7 @@ export class ReplicationError extends LockError {
 }
 
 /** An option has a value the library cannot use; nothing was written. */
-export class InvalidOptionError extends LockError {
+export class InvalidOptionError extends LockError<'ERR_LOCK_INVALID_OPTION'> {
   override name = 'InvalidOptionError';
   constructor(
     readonly option: string,
@@ -167,7 +187,7 @@ export class InvalidOptionError extends LockError {
 }
 
 /** A lock name the library refuses (empty, too long, or unusable on a cluster); nothing was written. */
-export class InvalidKeyError extends LockError {
+export class InvalidKeyError extends LockError<'ERR_LOCK_INVALID_KEY'> {
   override name = 'InvalidKeyError';
   constructor(
     readonly key: unknown,
@@ -178,7 +198,7 @@ export class InvalidKeyError extends LockError {
 }
 
 /** The locker was closed; no further acquisitions are accepted. */
-export class LockerClosedError extends LockError {
+export class LockerClosedError extends LockError<'ERR_LOCK_CLOSED'> {
   override name = 'LockerClosedError';
   constructor() {
     super('ERR_LOCK_CLOSED', 'the locker is closed');
@@ -190,6 +210,8 @@ function describe(value: unknown): string {
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
   if (typeof value === 'function') return 'a function';
+  const kind = (value as object).constructor?.name;
+  if (kind && kind !== 'Object' && kind !== 'Array') return `an instance of ${kind}`;
   try {
     return JSON.stringify(value) ?? typeof value;
   } catch {

@@ -69,8 +69,13 @@ export interface Lock extends AsyncDisposable {
   readonly owner: string;
   /** Fencing token: strictly greater than that of every earlier holder of this key. */
   readonly fence: number;
-  /** Monotonic time (the locker's `clock`) until which the lock is certainly held; moves on renewal. */
+  /**
+   * Monotonic time (the locker's `clock`, `performance.now()` by default: not a timestamp)
+   * until which the lock is certainly held; moves on renewal. See `remaining()`.
+   */
   readonly validUntil: number;
+  /** How many ms the lock is still certainly held: `validUntil` less now, 0 once lost or expired. */
+  remaining(): number;
   /** Aborted, with a `LockLostError` reason, when the lock is lost or its validity ends unrenewed. */
   readonly signal: AbortSignal;
   /** Hold count of this owner after this acquisition (more than 1 on re-entry). */

@@ -9,7 +9,7 @@ import {
   LockerClosedError,
   LockLostError,
   type LockLostReason,
-  type LockUnavailableError,
+  LockUnavailableError,
 } from '../errors.js';
 import type { AttemptContext, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
@@ -202,7 +202,11 @@ class Engine implements Locker {
       await lock.release().catch(() => {});
       throw lost.with(outcome);
     }
-    await lock.release();
+    // The routine completed under the lock: a release that cannot reach Redis must not turn that
+    // into a failure (a caller would run the work again). The lock ends by its lease, unrenewed.
+    await lock.release().catch((error: unknown) => {
+      if (!(error instanceof LockUnavailableError)) throw error;
+    });
     return outcome.value;
   }
 
@@ -233,8 +237,19 @@ class Engine implements Locker {
     await withDeadline(this.backend.close(), this.timeout).catch(() => {});
   }
 
+  checkValidity(hold: Hold): void {
+    if (!hold.lost && this.clock() >= hold.validUntil) {
+      this.lose(hold, hold.renewalError === undefined ? 'expired' : 'renewal-failed', hold.renewalError);
+    }
+  }
+
+  remaining(hold: Hold): number {
+    this.checkValidity(hold);
+    return hold.lost ? 0 : hold.validUntil - this.clock();
+  }
+
   assertHeld(hold: Hold): void {
-    if (!hold.lost && this.clock() >= hold.validUntil) this.lose(hold, 'expired');
+    this.checkValidity(hold);
     if (hold.lost) throw hold.lost;
   }
 
@@ -280,15 +295,19 @@ class Engine implements Locker {
       }
       let result: ReleaseReply;
       try {
-        result = await this.bounded(
+        result = await withDeadline(
           this.backend.release(hold.resource, hold.owner, hold.token),
-          hold.key,
-          'release',
+          this.timeout,
+          (late) => {
+            if (late.status === 'fulfilled') hold.lateRelease = late.value;
+          },
         );
       } catch (error) {
         hold.handles += 1;
-        throw error;
+        throw unavailable(error, hold.key, 'release');
       }
+      // A retry after a release that timed out but landed: that earlier release freed the lock.
+      if (result === 'not-owner' && hold.lateRelease) result = hold.lateRelease;
       if (last) this.forget(hold);
       this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
       return result;
@@ -352,24 +371,30 @@ class Engine implements Locker {
   /**
    * One acquisition attempt, bounded by the command timeout. A re-entry goes through its hold's
    * queue (so it never races a renewal that rewrites the token). A grant that lands after the
-   * attempt was given up on is undone, unless the call went on to acquire as a fresh owner: the
-   * protocol then answered both attempts with the same single hold.
+   * attempt was given up on is undone: at once when it counted a hold of its own (a re-entry,
+   * an explicit owner); for a fresh owner only once the call has ended without the lock, since
+   * until then a later attempt of the same call may be answered with that very hold.
    */
-  private attempt(
-    request: Request,
-    context: AttemptContext,
-    call: { acquired: boolean },
-  ): Promise<BackendAttempt> {
+  private attempt(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
     const send = () =>
       withDeadline(
         this.backend.acquire(request.resource, request.owner, request.ttl, context),
         this.timeout,
         (late) => {
-          if (late.status !== 'fulfilled' || !late.value.acquired || (call.acquired && request.fresh)) return;
-          void this.backend.release(request.resource, request.owner, late.value.token).catch(() => {});
+          if (late.status !== 'fulfilled' || !late.value.acquired) return;
+          if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token);
+          else if (!call.settled) call.lateToken = late.value.token;
         },
       );
     return request.enclosing ? request.enclosing.serial(send) : send();
+  }
+
+  /** Gives back a grant nobody will use; bounded, and never fails the caller. */
+  private undo(request: Request, token: string): Promise<void> {
+    return withDeadline(this.backend.release(request.resource, request.owner, token), this.timeout).then(
+      () => {},
+      () => {},
+    );
   }
 
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
@@ -382,7 +407,7 @@ class Engine implements Locker {
     const context = { wait: request.wait, fresh: request.fresh };
     let channel: string | undefined;
     let attempts = 0;
-    const call = { acquired: false };
+    const call: AcquireCall = { acquired: false, settled: false, lateToken: undefined };
     let unreachable: LockUnavailableError | undefined;
     try {
       for (;;) {
@@ -407,10 +432,7 @@ class Engine implements Locker {
             call.acquired = true;
             return this.grant(request, attempt, sentAt, started, attempts);
           }
-          await withDeadline(
-            this.backend.release(request.resource, request.owner, attempt.token),
-            this.timeout,
-          ).catch(() => {});
+          await this.undo(request, attempt.token);
           if (signal.aborted) throw signal.reason;
           // The reply came back after the lease it granted could have ended: never hand that out.
           remaining = -1;
@@ -450,6 +472,8 @@ class Engine implements Locker {
       }
       throw error;
     } finally {
+      call.settled = true;
+      if (!call.acquired && call.lateToken !== undefined) await this.undo(request, call.lateToken);
       linked?.dispose();
       if (channel !== undefined) this.queues.leave(channel, waiter);
       if (!call.acquired && attempts > 0 && request.wait > 0 && this.backend.abandon) {
@@ -534,7 +558,7 @@ class Engine implements Locker {
 
   /** The loss to report when a critical section ends: the hold was lost, or its validity ended. */
   private lostDuring(hold: Hold): LockLostError | undefined {
-    if (!hold.lost && this.clock() >= hold.validUntil) this.lose(hold, 'expired');
+    this.checkValidity(hold);
     return hold.lost;
   }
 
@@ -564,3 +588,11 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
+
+/** How one acquire call stands, for the attempts of it that answer after they were given up on. */
+interface AcquireCall {
+  acquired: boolean;
+  settled: boolean;
+  /** A fresh owner's grant that landed late while the call went on: undone if the call fails. */
+  lateToken: string | undefined;
+}

@@ -5,6 +5,10 @@ import type { Hold } from './hold.js';
 
 /** What a handle asks of the engine that issued it. */
 export interface HoldOwner {
+  /** Declares the hold lost when its validity has ended, so no reader sees a stale `signal` after a stall. */
+  checkValidity(hold: Hold): void;
+  /** Ms left until the hold's `validUntil`, 0 once it has passed or the hold is lost. */
+  remaining(hold: Hold): number;
   assertHeld(hold: Hold): void;
   extend(hold: Hold, ttl: number | undefined): Promise<void>;
   release(hold: Hold): Promise<ReleaseReply>;
@@ -34,7 +38,12 @@ export class LockHandle implements Lock {
     return this.hold.validUntil;
   }
 
+  remaining(): number {
+    return this.releasing ? 0 : this.engine.remaining(this.hold);
+  }
+
   get signal(): AbortSignal {
+    this.engine.checkValidity(this.hold);
     return this.hold.signal;
   }
 

@@ -1,4 +1,5 @@
 import type { LockLostError } from '../errors.js';
+import type { ReleaseReply } from '../protocol.js';
 
 const settle = () => {};
 
@@ -19,6 +20,8 @@ export class Hold {
   /** Why the last renewal failed, while it is being retried; the loss reason if validity ends first. */
   renewalError: unknown;
   lost: LockLostError | undefined;
+  /** What a release that was given up on answered when it landed after all. */
+  lateRelease: ReleaseReply | undefined;
 
   constructor(
     readonly key: string,

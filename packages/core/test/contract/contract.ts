@@ -3,6 +3,7 @@
  * call `describeLockerContract` with a setup building their locker on real Redis.
  */
 import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   AcquireTimeoutError,
   type EngineOptions,
@@ -17,7 +18,6 @@ import {
   type RedisClient,
 } from '@lock/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { keysWithoutTtl, waiterSubscribed } from './keys.js';
 
 /** What a contract run needs. */
@@ -76,7 +76,10 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       expect(seen.held).toBe(true);
       expect(seen.ttl).toBeGreaterThan(0);
       expect(seen.ttl).toBeLessThanOrEqual(5_000);
+      expect(lock.remaining()).toBeGreaterThan(0);
+      expect(lock.remaining()).toBeLessThanOrEqual(5_000);
       await lock.release();
+      expect(lock.remaining()).toBe(0);
       await lock.release();
       expect(lock.released).toBe(true);
       expect(await target.other.isLocked(k)).toBe(false);

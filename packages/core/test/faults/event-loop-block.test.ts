@@ -25,14 +25,15 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     const unblockedAt = process.hrtime.bigint();
     // Still inside the same synchronous run: no timer or reply has been processed yet, so
     // this is the check a holder makes before its next write.
+    // The signal is read first: it must not wait for a timer to tell the holder it lost.
+    expect(lock.signal.aborted).toBe(true);
+    expect((lock.signal.reason as LockLostError).reason).toBe('expired');
     let write = 'not attempted';
     expect(() => {
       lock.assertHeld();
       write = 'attempted';
     }).toThrow(LockLostError);
     expect(write).toBe('not attempted');
-    expect(lock.signal.aborted).toBe(true);
-    expect((lock.signal.reason as LockLostError).reason).toBe('expired');
 
     const taken = JSON.parse(await rival.line((line) => line.startsWith('{'))) as {
       owner: string;

@@ -72,11 +72,10 @@ it('S22: close() with a renewed lock held and a waiter pending: the waiter rejec
   }
   await locker.close();
   expect(await settled).toBeInstanceOf(LockerClosedError);
-  // close() either leaves the lock in Redis (its lease then runs out) or gives it up; then the
-  // handle must know, or its holder keeps writing while another process may hold the lock.
-  if ((await stats.exists('{lock:busy}')) === 0) {
-    expect(() => held.assertHeld()).toThrow();
-    expect(held.signal.aborted).toBe(true);
-  }
+  // close() gives the lock up, and the handle knows: its holder must stop writing.
+  expect(await stats.exists('{lock:busy}')).toBe(0);
+  expect(() => held.assertHeld()).toThrow();
+  expect(held.signal.aborted).toBe(true);
+  expect(await held.release()).toBe('released');
   await setup.expectQuietAfterClose();
 });

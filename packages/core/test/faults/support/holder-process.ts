@@ -3,9 +3,12 @@
  * stopping the test's. argv[2] is JSON `{ url, key, ttl, wait }`: the locker's ttl (renewed by
  * the watchdog) and how long to wait for the key. It prints `ready` before acquiring, then one
  * JSON line `{ owner, fence, at }` once it holds the key (`at`: `process.hrtime.bigint()`, the
- * host's monotonic clock, shared by every process), and releases when its stdin ends.
+ * host's monotonic clock, shared by every process), and releases when its stdin ends. Each
+ * stdin line `write <key> <value>` makes a fenced write with its fence, without checking that
+ * it still holds the lock (what a paused holder does when it wakes), and prints `wrote <bool>`.
  */
-import { createLocker } from '@lock/core';
+import { createInterface } from 'node:readline';
+import { createLocker, fencedSet } from '@lock/core';
 import { Redis } from 'ioredis';
 
 interface Plan {
@@ -22,8 +25,13 @@ process.stdout.write('ready\n');
 const lock = await locker.acquire(plan.key, { wait: plan.wait });
 const at = String(process.hrtime.bigint());
 process.stdout.write(`${JSON.stringify({ owner: lock.owner, fence: lock.fence, at })}\n`);
-process.stdin.resume();
-await new Promise((resolve) => process.stdin.once('end', resolve));
+const input = createInterface({ input: process.stdin });
+input.on('line', (line) => {
+  const [command, key, value] = line.split(' ');
+  if (command !== 'write' || !key || !value) return;
+  void fencedSet(redis, key, lock.fence, value).then((written) => process.stdout.write(`wrote ${written}\n`));
+});
+await new Promise((resolve) => input.once('close', resolve));
 await lock.release();
 await locker.close();
 redis.disconnect();

@@ -1,0 +1,171 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+/** How late past its own deadline a call may settle on a loaded 2-core machine (event-loop lag). */
+const SLACK_MS = 1_000;
+const COMMAND_TIMEOUT = 300;
+
+/** A client as a new user makes one: ioredis defaults (offline queue, 20 retries per request). */
+function userClient(server: RedisServer): Redis {
+  const redis = new Redis(server.redisOptions);
+  redis.on('error', () => {});
+  return redis;
+}
+
+/** Runs `call` and answers how it settled and after how many ms. */
+async function timed(call: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+  const started = performance.now();
+  const error = await call().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  return { error, ms: performance.now() - started };
+}
+
+function nextRenewal(key: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onExtend = (message: unknown) => {
+      const event = message as { key: string; renewal: boolean };
+      if (event.key !== key || !event.renewal) return;
+      unsubscribe('lock:extend', onExtend);
+      resolve();
+    };
+    subscribe('lock:extend', onExtend);
+  });
+}
+
+async function until(condition: () => Promise<boolean>, limit: number): Promise<void> {
+  const end = performance.now() + limit;
+  while (performance.now() < end) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`condition not met within ${limit} ms`);
+}
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled);
+  vi.restoreAllMocks();
+});
+
+describe.each(['refused (killed)', 'frozen (SIGSTOP)'] as const)('Redis %s', (fault) => {
+  it('every call settles by its deadline with LockUnavailableError, and nothing is left unhandled', async () => {
+    process.on('unhandledRejection', onUnhandled);
+    const consoleErrors = vi.spyOn(console, 'error');
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    const held = await locker.acquire('held', { ttl: 10_000 });
+    // A waiter is subscribed before the fault, so the subscriber connection sees it too.
+    const busy = await locker.tryAcquire('held');
+    expect(busy).toBeNull();
+
+    if (fault === 'refused (killed)') await server.kill();
+    else server.pause();
+
+    const acquire = await timed(() => locker.acquire('k', { wait: 1_000 }));
+    expect(acquire.error).toBeInstanceOf(LockUnavailableError);
+    expect((acquire.error as LockUnavailableError).cause).toBeDefined();
+    expect(acquire.ms).toBeLessThan(1_000 + COMMAND_TIMEOUT + SLACK_MS);
+
+    for (const call of [
+      () => locker.tryAcquire('k'),
+      () => locker.acquire('k', { wait: 0 }),
+      () => locker.inspect('k'),
+      () => locker.isLocked('k'),
+      () => held.extend(),
+      () => held.release(),
+    ]) {
+      const { error, ms } = await timed(call);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+    }
+    const closing = await timed(() => locker.close());
+    expect(closing.error).toBeUndefined();
+    expect(closing.ms).toBeLessThan(COMMAND_TIMEOUT * 2 + SLACK_MS);
+    if (fault === 'frozen (SIGSTOP)') server.resume();
+    redis.disconnect();
+    expect(unhandled).toEqual([]);
+    expect(
+      consoleErrors.mock.calls.filter((args) => String(args[0]).includes('Unhandled error event')),
+    ).toEqual([]);
+  });
+});
+
+describe('Redis frozen, then back', () => {
+  it('an acquire that lands after its caller gave up is undone, and a failed release can be retried', async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    const lock = await locker.acquire('kept', { ttl: 30_000 });
+    server.pause();
+    const late = await timed(() => locker.tryAcquire('late', { ttl: 30_000 }));
+    expect(late.error).toBeInstanceOf(LockUnavailableError);
+    const failed = await timed(() => lock.release());
+    expect(failed.error).toBeInstanceOf(LockUnavailableError);
+    expect(lock.released).toBe(false);
+    server.resume();
+    // The queued attempt runs once the server thaws and takes the lock; its grant is undone.
+    await until(async () => !(await locker.isLocked('late')), 5_000);
+    expect(await lock.release()).toBe('released');
+    expect(await locker.isLocked('kept')).toBe(false);
+    await locker.close();
+    redis.disconnect();
+  });
+
+  it('a renewal that fails while the server is frozen is retried within the lease: the lock is kept', async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, ttl: 1_500, commandTimeout: 150 });
+    const lock = await locker.acquire('renewed');
+    await nextRenewal('renewed');
+    // Renewals are due every 500 ms: a 700 ms freeze makes at least one fail.
+    server.pause();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    server.resume();
+    await nextRenewal('renewed');
+    expect(lock.signal.aborted).toBe(false);
+    expect((await locker.inspect('renewed')).owner).toBe(lock.owner);
+    expect(await lock.release()).toBe('released');
+    await locker.close();
+    redis.disconnect();
+  });
+
+  it('using() rejects with LockLostError when Redis dies under the critical section', async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, ttl: 900, commandTimeout: 150 });
+    const error = await locker
+      .using('section', async (lock: Lock) => {
+        await server.kill();
+        await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+        return 'finished unprotected';
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as LockLostError).reason).toBe('renewal-failed');
+    expect((error as LockLostError).outcome).toEqual({ status: 'fulfilled', value: 'finished unprotected' });
+    await locker.close();
+    redis.disconnect();
+  });
+
+  it('recovers without a restart once Redis is back', async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    await server.kill();
+    await expect(locker.acquire('back', { wait: 200 })).rejects.toBeInstanceOf(LockUnavailableError);
+    await server.restart();
+    const lock = await locker.acquire('back', { wait: 5_000 });
+    expect(lock.fence).toBeGreaterThan(0);
+    expect(await lock.release()).toBe('released');
+    await locker.close();
+    redis.disconnect();
+  });
+});
