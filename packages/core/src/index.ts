@@ -3,6 +3,7 @@ export { type MessageListener, ReleaseListener } from './backends/release-listen
 export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export { createLocker, type LockerOptions } from './create-locker.js';
+export { bounded } from './engine/deadline.js';
 export { createEngine, type EngineOptions } from './engine/engine.js';
 export {
   type AcquireTraceContext,
@@ -10,6 +11,7 @@ export {
   channels as lockEvents,
   type LockEventName,
 } from './engine/events.js';
+export { DEFAULT_COMMAND_TIMEOUT } from './engine/options.js';
 export {
   AcquireTimeoutError,
   InvalidKeyError,
@@ -27,6 +29,7 @@ export {
   QuorumError,
   ReplicationError,
 } from './errors.js';
+export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
 export type {

@@ -80,9 +80,11 @@ export class ReleaseListener {
     const deliver = (channel: string, message: string) => {
       for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
     };
+    // The offline queue is ours even when the caller's client has it off: a subscription sent
+    // while the duplicate is still connecting must wait for it, not fail.
     const connection: Redis | Cluster = isCluster(this.redis)
-      ? this.redis.duplicate(undefined, { shardedSubscribers: true })
-      : this.redis.duplicate();
+      ? this.redis.duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
+      : this.redis.duplicate({ enableOfflineQueue: true });
     connection.on('error', () => {});
     connection.on(isCluster(this.redis) ? 'smessage' : 'message', deliver);
     this.connection = connection;

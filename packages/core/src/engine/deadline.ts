@@ -57,3 +57,21 @@ export function unavailable(error: unknown, key: string, operation: string): unk
   if (error instanceof LockUnavailableError || !isUnreachable(error)) return error;
   return new LockUnavailableError(key, operation, { cause: error });
 }
+
+/**
+ * `call` bounded by `timeout` ms, failing to reach Redis turned into `LockUnavailableError`
+ * (naming `key` and `operation`). What the engine does for each of its own round trips; exported
+ * for packages that send commands of their own beside it.
+ */
+export async function bounded<T>(
+  call: Promise<T>,
+  timeout: number,
+  key: string,
+  operation: string,
+): Promise<T> {
+  try {
+    return await withDeadline(call, timeout);
+  } catch (error) {
+    throw unavailable(error, key, operation);
+  }
+}

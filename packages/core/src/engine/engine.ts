@@ -14,7 +14,7 @@ import {
 import type { AttemptContext, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { isUnreachable, unavailable, withDeadline } from './deadline.js';
+import { bounded, isUnreachable, unavailable, withDeadline } from './deadline.js';
 import { acquireTracing, channels, type LockEventName } from './events.js';
 import { LockHandle } from './handle.js';
 import { Hold, holdId } from './hold.js';
@@ -212,7 +212,7 @@ class Engine implements Locker {
 
   async inspect(key: string): Promise<LockInspection> {
     const resource = this.resourceOf(checkKey(key));
-    const inspection = await this.bounded(this.backend.inspect(resource), key, 'inspect');
+    const inspection = await bounded(this.backend.inspect(resource), this.timeout, key, 'inspect');
     return { ...inspection, protocol: this.backend.protocol.name };
   }
 
@@ -258,8 +258,9 @@ class Engine implements Locker {
     return hold.serial(async () => {
       this.assertHeld(hold);
       const sentAt = this.clock();
-      const result = await this.bounded(
+      const result = await bounded(
         this.backend.extend(hold.resource, hold.owner, hold.token, lease),
+        this.timeout,
         hold.key,
         'extend',
       );
@@ -357,15 +358,6 @@ class Engine implements Locker {
       wait: request.wait,
     };
     return acquireTracing.tracePromise(() => call(request), context);
-  }
-
-  /** Bounds one call to Redis by the command timeout; a failure to reach Redis becomes `LockUnavailableError`. */
-  private async bounded<T>(call: Promise<T>, key: string, operation: string): Promise<T> {
-    try {
-      return await withDeadline(call, this.timeout);
-    } catch (error) {
-      throw unavailable(error, key, operation);
-    }
   }
 
   /**

@@ -1,43 +1,52 @@
 import type { BackendGrant, BackendRefusal } from '../backend.js';
 import { QuorumError } from '../errors.js';
-import type { AcquireReply } from '../protocol.js';
+import type { AcquireReply, AttemptContext } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { encodeTokens } from './composite-token.js';
 import { fanOut, type NodeOutcome, tally } from './fan-out.js';
 import { publishFence } from './fence.js';
 import type { QuorumContext } from './options.js';
-import { nthLargest, nthSmallest, validityOf } from './quorum.js';
+import { nthLargest, nthSmallest, stillValid, validityOf } from './quorum.js';
+
+type Granted = AcquireReply & { acquired: true };
 
 /**
  * One RedLock attempt: the protocol's acquire on every master at once, a grant only with a
- * majority whose fence reached a majority and whose validity (ttl − elapsed − drift, from the
- * attempt's start) is still positive. Anything less is released everywhere before answering.
- * Throws `QuorumError` when too few masters answered for a majority to be possible.
+ * majority whose fence reached a majority, while ttl − elapsed − drift is still positive. The
+ * grant's validity is ttl − drift, counted from the attempt's start as the backend contract
+ * says (the engine adds it to its send time, taken just before). Anything less is released
+ * everywhere before answering. A lost vote is a refusal when the lock is busy and a
+ * `QuorumError` when too few masters answered (see `refusalOrError`).
  */
 export async function acquireOnQuorum(
   context: QuorumContext,
   resource: string,
   owner: string,
   ttl: number,
+  attempt?: AttemptContext,
 ): Promise<BackendGrant | BackendRefusal> {
   const { clients, protocol, quorum } = context;
   const start = context.clock();
   const outcomes = await fanOut(clients, context.nodeTimeout, (redis) =>
-    protocol.acquire(redis, resource, owner, ttl),
+    protocol.acquire(redis, resource, owner, ttl, attempt),
   );
-  const replies = outcomes.map((outcome) => (outcome.kind === 'ok' ? outcome.value : null));
-  const tokens = replies.map((reply) => (reply?.acquired ? reply.token : null));
-  const fences = replies.map((reply) => (reply?.acquired ? reply.fence : null));
-  const grants = replies.filter(
-    (reply): reply is AcquireReply & { acquired: true } => reply?.acquired === true,
-  );
-  const refusedNodes = replies.map((reply) => reply?.acquired === false);
+  const tokens: (string | null)[] = [];
+  const fences: (number | null)[] = [];
+  const refused: boolean[] = [];
+  const grants: Granted[] = [];
+  for (const outcome of outcomes) {
+    const reply = outcome.kind === 'ok' ? outcome.value : null;
+    tokens.push(reply?.acquired ? reply.token : null);
+    fences.push(reply?.acquired ? reply.fence : null);
+    refused.push(reply?.acquired === false);
+    if (reply?.acquired) grants.push(reply);
+  }
 
   if (grants.length >= quorum) {
     const fence = Math.max(...grants.map((grant) => grant.fence));
     const publication = await publishFence(context, resource, fence, fences);
-    const validity = validityOf(ttl, context.clock() - start, context.driftFactor);
-    if (publication.published && validity > 0) {
+    const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
+    if (publication.published && stillValid(validity, context.clock() - start)) {
       // The count a majority has reached: on re-entry the majority that granted the first hold says > 1.
       const holds =
         nthLargest(
@@ -46,7 +55,7 @@ export async function acquireOnQuorum(
         ) ?? 1;
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
-    await releaseLeftovers(context, resource, owner, tokens, refusedNodes);
+    await releaseLeftovers(context, resource, owner, tokens, refused);
     if (!publication.published) {
       throw new QuorumError(
         resource,
@@ -60,14 +69,28 @@ export async function acquireOnQuorum(
     return { acquired: false, remaining: -1 };
   }
 
-  await releaseLeftovers(context, resource, owner, tokens, refusedNodes);
+  await releaseLeftovers(context, resource, owner, tokens, refused);
   return refusalOrError(context, resource, outcomes, grants.length);
 }
 
 /**
- * A lost vote is a refusal when the masters that answered could have formed a majority (the
- * lock is contended; waiting helps), and a `QuorumError` when too few answered for any owner to
- * win (masters are down; fail closed and say so).
+ * How long a majority of the granting masters keep the lock: each keeps it for the ttl it
+ * reported (a re-entry may keep a longer lease) and the lock stands while `quorum` of them do.
+ */
+function leaseOf(grants: readonly Granted[], quorum: number, ttl: number): number {
+  return (
+    nthLargest(
+      grants.map((grant) => grant.ttl ?? ttl),
+      quorum,
+    ) ?? ttl
+  );
+}
+
+/**
+ * A lost vote is a refusal (busy: waiting helps, `tryAcquire` answers null) when the masters
+ * that answered could have formed a majority, or when so many refused for another owner that
+ * no majority is possible whatever the silent ones would say. Otherwise too few answered for
+ * anyone to tell: a `QuorumError` (masters unavailable; fail closed and say so).
  */
 function refusalOrError(
   context: QuorumContext,
@@ -76,10 +99,12 @@ function refusalOrError(
   agreed: number,
 ): BackendRefusal {
   const { ok, failed, timedOut } = tally(outcomes);
-  if (ok < context.quorum) {
-    throw new QuorumError(resource, context.quorum, agreed, ok - agreed, failed, timedOut);
+  const refused = ok - agreed;
+  const { quorum } = context;
+  if (ok < quorum && refused <= context.clients.length - quorum) {
+    throw new QuorumError(resource, quorum, agreed, refused, failed, timedOut);
   }
-  return { acquired: false, remaining: estimateRemaining(outcomes, context.quorum) };
+  return { acquired: false, remaining: estimateRemaining(outcomes, quorum) };
 }
 
 /**

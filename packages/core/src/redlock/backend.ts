@@ -1,10 +1,21 @@
 import type { LockBackend } from '../backend.js';
 import { acquireOnQuorum } from './acquire.js';
 import { extendOnQuorum } from './extend.js';
+import { fanOut } from './fan-out.js';
 import { inspectOnQuorum } from './inspect.js';
 import { QuorumListeners } from './listen.js';
-import { type QuorumBackendOptions, type QuorumStats, resolveQuorumOptions } from './options.js';
+import {
+  type QuorumBackendOptions,
+  type QuorumContext,
+  type QuorumStats,
+  resolveQuorumOptions,
+} from './options.js';
 import { releaseOnQuorum } from './release.js';
+
+/** Rounds of one acquire at most (attempt, fence write-back, release of leftovers). */
+const ROUNDS_PER_CALL = 3;
+/** Margin on top of the rounds: the verdict on a silent master waits for the event loop's next check phase. */
+const ROUND_SLACK = 50;
 
 /** A RedLock backend: any protocol run on N independent masters, decided by majority. */
 export interface QuorumBackend extends LockBackend {
@@ -12,6 +23,11 @@ export interface QuorumBackend extends LockBackend {
   readonly nodes: number;
   /** How many must agree: ⌊N/2⌋ + 1. */
   readonly quorum: number;
+  /**
+   * The longest any one call can take, in ms: an acquire is at most three rounds (the attempt,
+   * the fence write-back, the release of what a failed attempt took), each bounded by the node timeout.
+   */
+  readonly callTimeout: number;
   /** Failures absorbed instead of reported (live counters). */
   readonly stats: Readonly<QuorumStats>;
 }
@@ -21,7 +37,14 @@ export interface QuorumBackend extends LockBackend {
  * is sent; never closes the caller's clients, only its own subscriber connections.
  */
 export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
-  const context = resolveQuorumOptions(options);
+  return backendOn(resolveQuorumOptions(options));
+}
+
+/**
+ * The backend over resolved settings. Internal (not exported by the package): tests build a
+ * context with a wrong quorum through it, to show that their checkers catch what that breaks.
+ */
+export function backendOn(context: QuorumContext): QuorumBackend {
   const { protocol } = context;
   const listeners = new QuorumListeners(context.clients, protocol, context.nodeTimeout);
   return {
@@ -29,11 +52,20 @@ export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
     cluster: false,
     nodes: context.clients.length,
     quorum: context.quorum,
+    callTimeout: ROUNDS_PER_CALL * context.nodeTimeout + ROUND_SLACK,
     stats: context.stats,
 
-    acquire(resource, owner, ttl) {
+    acquire(resource, owner, ttl, attempt) {
       protocol.validate(resource, false);
-      return acquireOnQuorum(context, resource, owner, ttl);
+      return acquireOnQuorum(context, resource, owner, ttl, attempt);
+    },
+
+    async abandon(resource, owner, attempt) {
+      if (!protocol.abandon) return;
+      // Every master may have enqueued the owner; one that does not answer drops it by its own lease.
+      await fanOut(context.clients, context.nodeTimeout, async (redis) =>
+        protocol.abandon?.(redis, resource, owner, attempt),
+      );
     },
 
     release(resource, owner, token) {

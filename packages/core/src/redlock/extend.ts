@@ -1,20 +1,23 @@
 import type { BackendExtension } from '../backend.js';
+import { QuorumError } from '../errors.js';
 import type { RenewalItem } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, encodeTokens, fallbackToken, type NodeTokens } from './composite-token.js';
-import { fanOut } from './fan-out.js';
+import { fanOut, tally } from './fan-out.js';
 import type { QuorumContext } from './options.js';
-import { validityOf } from './quorum.js';
+import { stillValid, validityOf } from './quorum.js';
 
 /** Leases renewed by one script call on one master, so a large renewal never blocks a server for long. */
 const RENEWAL_CHUNK = 500;
 
 /**
  * Renews leases on every master at once. A lease counts as renewed only when a majority reset
- * its TTL and the validity measured from the start of its round is still positive; a lease that
+ * its TTL while ttl − elapsed − drift is still positive; its validity is then ttl − drift,
+ * counted from the start of its round (the engine adds it to its send time). A lease that
  * fails is released everywhere (it is lost, so others need not wait out its TTL). Masters never
  * re-create a missing key (the protocol's extend guarantees that). With a batching protocol
  * (`extendMany`) each master gets one call per chunk of leases, all chunks in parallel.
+ * Throws `QuorumError` when too few masters answered to tell whether a lease is still held.
  */
 export async function extendOnQuorum(
   context: QuorumContext,
@@ -47,15 +50,28 @@ async function extendChunk(
       nodeItems.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
     );
   });
-  const validity = validityOf(ttl, context.clock() - start, context.driftFactor);
+  const validity = validityOf(ttl, context.driftFactor);
+  const inTime = stillValid(validity, context.clock() - start);
+  const renewals = items.map(
+    (_, i): NodeTokens =>
+      outcomes.map((outcome) => (outcome.kind === 'ok' ? (outcome.value[i] ?? null) : null)),
+  );
+  const { ok, failed, timedOut } = tally(outcomes);
+  const { quorum } = context;
+  // A lease that more than N − quorum answering masters no longer hold is lost whatever the others say.
+  const refusedBy = (renewed: NodeTokens) => ok - countTokens(renewed);
+  const undecided = renewals.findIndex((renewed) => refusedBy(renewed) <= clients.length - quorum);
+  if (ok < quorum && undecided >= 0) {
+    // Too few masters answered to tell whether a lease is still ours: an outage, not a loss.
+    // The leases stay as they are; each ends by its own validity unless a later renewal succeeds.
+    const renewed = renewals[undecided] ?? [];
+    const agreed = countTokens(renewed);
+    const resource = items[undecided]?.resource ?? '';
+    throw new QuorumError(resource, quorum, agreed, refusedBy(renewed), failed, timedOut);
+  }
 
-  const results = items.map((_, i): BackendExtension | null => {
-    if (nodeTokens[i] === null) return null;
-    const renewed: NodeTokens = outcomes.map((outcome) =>
-      outcome.kind === 'ok' ? (outcome.value[i] ?? null) : null,
-    );
-    const agreed = renewed.filter((token) => token !== null).length;
-    if (agreed < context.quorum || validity <= 0) return null;
+  const results = renewals.map((renewed, i): BackendExtension | null => {
+    if (nodeTokens[i] === null || countTokens(renewed) < quorum || !inTime) return null;
     return { validity, token: encodeTokens(renewed) };
   });
 
@@ -67,4 +83,8 @@ async function extendChunk(
     }),
   );
   return results;
+}
+
+function countTokens(tokens: NodeTokens): number {
+  return tokens.filter((token) => token !== null).length;
 }

@@ -4,42 +4,54 @@ export type NodeOutcome<T> =
   | { readonly kind: 'failed'; readonly error: unknown }
   | { readonly kind: 'timed-out' };
 
+const TIMED_OUT: NodeOutcome<never> = { kind: 'timed-out' };
+
 /**
  * Runs `call` on every node at once and waits for all of them, giving up on any node that has
  * not answered within `timeout` ms, so that a dead or frozen node costs at most the timeout
  * instead of blocking the attempt. A call that is given up on keeps running; its late result
- * or error is ignored.
+ * or error is ignored. One timer serves the whole fan-out, whatever the number of nodes.
  */
 export function fanOut<N, T>(
   nodes: readonly N[],
   timeout: number,
   call: (node: N, index: number) => Promise<T>,
 ): Promise<NodeOutcome<T>[]> {
-  return Promise.all(nodes.map((node, index) => withTimeout(() => call(node, index), timeout)));
-}
-
-function withTimeout<T>(call: () => Promise<T>, timeout: number): Promise<NodeOutcome<T>> {
   return new Promise((resolve) => {
+    const outcomes: (NodeOutcome<T> | undefined)[] = new Array(nodes.length).fill(undefined);
+    let pending = nodes.length;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (index: number, outcome: NodeOutcome<T>) => {
+      if (outcomes[index] !== undefined) return;
+      outcomes[index] = outcome;
+      pending -= 1;
+      if (pending > 0) return;
+      clearTimeout(timer);
+      resolve(outcomes as NodeOutcome<T>[]);
+    };
+    if (pending === 0) return resolve([]);
+    nodes.forEach((node, index) => {
+      let answer: Promise<T>;
+      try {
+        answer = call(node, index);
+      } catch (error) {
+        answer = Promise.reject(error);
+      }
+      answer.then(
+        (value) => settle(index, { kind: 'ok', value }),
+        (error: unknown) => settle(index, { kind: 'failed', error }),
+      );
+    });
     // Timers run before I/O in each turn of the event loop, so after a stall of our own process
-    // the timer would fire while the node's answer already waits to be read: the verdict is
+    // the timer would fire while a node's answer already waits to be read: the verdict is
     // deferred to the check phase, after pending I/O has been read, so that only a node that
     // really has not answered counts as timed out.
-    const timer = setTimeout(() => setImmediate(() => resolve({ kind: 'timed-out' })), timeout);
-    let pending: Promise<T>;
-    try {
-      pending = call();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve({ kind: 'ok', value });
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        resolve({ kind: 'failed', error });
-      },
+    timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          for (let index = 0; index < outcomes.length; index++) settle(index, TIMED_OUT);
+        }),
+      timeout,
     );
   });
 }

@@ -16,22 +16,30 @@ export class QuorumListeners {
     private readonly protocol: LockProtocol,
     private readonly timeout: number,
   ) {
-    const isRelease = (message: string) => protocol.isReleaseMessage?.(message) ?? true;
-    this.listeners = clients.map((client) => new ReleaseListener(client, isRelease));
+    this.listeners = clients.map((client) => new ReleaseListener(client));
   }
 
-  async listen(resource: string, waiter: string, onRelease: () => void): Promise<() => void> {
+  async listen(
+    resource: string,
+    waiter: string,
+    onRelease: (wakesAll: boolean) => void,
+  ): Promise<() => void> {
     const channel = this.protocol.channel(resource, waiter);
     let ended = false;
     // One release publishes on every master: the copies that arrive in one turn of the event
     // loop wake the waiter once, so it does not send a quorum attempt per master.
     let wakePending = false;
-    const wake = () => {
+    let wakeAll = false;
+    const wake = (message: string) => {
+      if (!(this.protocol.isReleaseMessage?.(message) ?? true)) return;
+      wakeAll ||= this.protocol.wakesAll?.(message) ?? false;
       if (wakePending) return;
       wakePending = true;
       setImmediate(() => {
+        const all = wakeAll;
         wakePending = false;
-        if (!ended) onRelease();
+        wakeAll = false;
+        if (!ended) onRelease(all);
       });
     };
     const stops: (() => void)[] = [];

@@ -18,7 +18,12 @@ export interface QuorumBackendOptions {
   readonly protocol?: LockProtocol;
   /**
    * How long to wait for one master's answer, in ms, before counting it as timed out; keep it
-   * small against the ttl so a dead master does not eat the lease, yet above a connection set-up (the first call on a fresh client also connects and loads the script). Default: `250`.
+   * small against the ttl so a dead master does not eat the lease, yet above a connection
+   * set-up (the first call on a fresh client also connects and loads the script). Every call
+   * waits for all masters (each at most this long), so it also bounds each call: one round for
+   * release, inspect and a waiter's subscription, two for extend (renewal, then the release of a
+   * lost lease), three for acquire (attempt, fence write-back, release of what a failed attempt
+   * took). Default: `250`.
    */
   readonly nodeTimeout?: number;
   /** Clock drift allowance as a fraction of the ttl; drift = ⌊ttl × driftFactor⌋ + 2 ms. Default: `0.01`. */

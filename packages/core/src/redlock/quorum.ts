@@ -12,11 +12,21 @@ export function driftOf(ttl: number, factor: number): number {
 }
 
 /**
- * How long a lease is certainly held, in whole ms counted from the attempt's start: the ttl less
- * the time the attempt took and the drift allowance. Rounded down so that rounding never adds time.
+ * How long a lease of `ttl` ms is certainly held, in whole ms counted from the start of the
+ * attempt that set it (the backend contract: the engine adds it to its own send time): the ttl
+ * less the drift allowance. Every key of the attempt was set after that start, so it lives at
+ * least this long on each node that set it. Rounded down so that rounding never adds time.
  */
-export function validityOf(ttl: number, elapsed: number, factor: number): number {
-  return Math.floor(ttl - elapsed - driftOf(ttl, factor));
+export function validityOf(ttl: number, factor: number): number {
+  return Math.floor(ttl - driftOf(ttl, factor));
+}
+
+/**
+ * Whether a lease is still worth handing out `elapsed` ms after its attempt started: only
+ * while ttl − elapsed − drift > 0, so no caller ever receives a lease that has already ended.
+ */
+export function stillValid(validity: number, elapsed: number): boolean {
+  return elapsed < validity;
 }
 
 /**

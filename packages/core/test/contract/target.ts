@@ -9,7 +9,7 @@ export interface TargetPlan {
   readonly clients: readonly RedisClient[];
   /** Stops the deployment once every locker is closed. */
   readonly stop: () => Promise<void>;
-  /** Keys allowed to lack a TTL. Default: fence counters (`/:fence$/`). */
+  /** Keys allowed to lack a TTL. Default: fence counters (`/:fences?$/`). */
   readonly counters?: RegExp;
 }
 
@@ -26,7 +26,7 @@ export function lockerTarget(plan: TargetPlan): ContractTarget {
     other: make(),
     make,
     clients: plan.clients,
-    counters: plan.counters ?? /:fence$/,
+    counters: plan.counters ?? /:fences?$/,
     async close() {
       await Promise.all(made.map((locker) => locker.close()));
       await plan.stop();

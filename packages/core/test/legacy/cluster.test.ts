@@ -1,6 +1,7 @@
-import { createLocker, InvalidKeyError, legacyProtocol } from '@lock/core';
+import { createLocker, fenceCounter, InvalidKeyError, legacyProtocol } from '@lock/core';
 import { startCluster } from '@lock/testing';
 import { expect, it } from 'vitest';
+import { waiterSubscribed } from '../contract/keys.js';
 
 it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; an untagged one is refused', async () => {
   await using cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
@@ -8,7 +9,10 @@ it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; 
   const locker = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
   const first = await locker.acquire('{lock_goods}:300', { ttl: 20_000 });
   expect(await redis.get('{lock_goods}:300')).toMatch(/^\d{10}$/);
-  expect(await redis.get('{lock_goods}:300:fence')).toBe(String(first.fence));
+  expect(await redis.get(fenceCounter('{lock_goods}:300', '{lock_goods}:300', true))).toBe(
+    String(first.fence),
+  );
+  expect(await redis.hget('{lock_goods}:300:owner', 'fence')).toBe(String(first.fence));
   expect(await redis.hget('{lock_goods}:300:owner', 'owner')).toBe(first.owner);
   // The waiter polls once a minute and the lock lives 21 s, so only the release message,
   // published on the sharded channel, can hand it over within the 15 s wait.
@@ -19,8 +23,8 @@ it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; 
     retry: { base: 60_000, max: 60_000, jitter: 0 },
   });
   const second = slowPoller.acquire('{lock_goods}:300', { ttl: 3_000, wait: 15_000 });
-  // Give the waiter time to subscribe; had it not yet, its first attempt would simply succeed.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // Once the waiter is subscribed, only the release message can wake it in time.
+  await waiterSubscribed([redis], '{lock_goods}:300');
   await first.release();
   const next = await second;
   expect(next.fence).toBeGreaterThan(first.fence);

@@ -28,6 +28,6 @@ it('legacy locks in 4 processes (4×25) never overlap, fences strictly increase,
   expect(await redis.get('witness')).toBe('100');
   // Every lock key carries a TTL; only the fence counter may lack one.
   for (const key of await redis.keys('lock:*')) {
-    if (!key.endsWith(':fence')) expect(await redis.pttl(key)).not.toBe(-1);
+    if (!key.endsWith(':fences')) expect(await redis.pttl(key)).not.toBe(-1);
   }
 });

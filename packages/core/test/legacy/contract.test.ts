@@ -17,7 +17,7 @@ describeLockerContract('legacy protocol (ms timestamps) on a single server', asy
     other: make({ redis: server.client() }),
     make,
     clients: [redis],
-    counters: /:fence$/,
+    counters: /:fences?$/,
     async close() {
       await Promise.all(made.map((l) => l.close()));
       await server.stop();

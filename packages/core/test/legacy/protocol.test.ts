@@ -112,7 +112,7 @@ describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
     expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('held');
     expect(await t.redis.get('k')).toBe(first.token);
     expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('released');
-    expect(await t.redis.keys('*')).toEqual(['{k}:fence']);
+    expect(await t.redis.keys('*')).toEqual(['{#}:fences']);
   });
 
   it('a re-entry asking for a longer lease rewrites value and TTL together', async () => {
@@ -203,14 +203,17 @@ describe('legacy protocol inputs', () => {
     expect(() => legacy.validate('', false)).toThrow(InvalidKeyError);
   });
 
-  it('keeps its fence in a TTL-less counter apart from the lock key', async () => {
+  it('draws its fence from a TTL-less counter shared by the namespace, kept apart from the lock key', async () => {
     const legacy = legacyProtocol();
     const held = await legacy.acquire(t.redis, 'lock.foo', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    expect((await t.redis.keys('*')).sort()).toEqual(['lock.foo', '{lock.foo}:fence', '{lock.foo}:owner']);
-    expect(await t.redis.get('{lock.foo}:fence')).toBe('1');
-    expect(await t.redis.ttl('{lock.foo}:fence')).toBe(-1);
-    await legacy.acquire(t.redis, '{tag}:x', 'a', 5_000);
-    expect(await t.redis.exists('{tag}:x:fence')).toBe(1);
+    expect((await t.redis.keys('*')).sort()).toEqual(['lock.foo', '{#}:fences', '{lock.foo}:owner']);
+    expect(await t.redis.get('{#}:fences')).toBe(String(held.fence));
+    expect(await t.redis.ttl('{#}:fences')).toBe(-1);
+    expect(await t.redis.hget('{lock.foo}:owner', 'fence')).toBe(String(held.fence));
+    // Another namespace ('tag:') has a counter of its own; a key always stays in one namespace.
+    const tagged = await legacy.acquire(t.redis, '{tag}:x', 'a', 5_000);
+    if (!tagged.acquired) throw new Error('not acquired');
+    expect(await t.redis.get('{tag:#}:fences')).toBe(String(tagged.fence));
   });
 });

@@ -1,3 +1,4 @@
+import { fenceCounter } from '@lock/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendOver, freshKey, type Nodes, startNodes } from './support.js';
 
@@ -58,7 +59,9 @@ describe('RedLock fence', () => {
         await backend.release(resource, `owner-${round}`, grant.token);
         for (const index of occupied) await vacate(index, resource);
       }
-      const counters = await Promise.all(clients.map((client) => client.get(`{${resource}}:fence`)));
+      const counters = await Promise.all(
+        clients.map((client) => client.get(fenceCounter(resource, `{${resource}}`, false))),
+      );
       for (const [round, fence] of fences.entries()) {
         if (round > 0)
           expect(fence, `round ${round} of ${fences.join(', ')}`).toBeGreaterThan(fences[round - 1]!);

@@ -1,4 +1,4 @@
-import { createLocker, InvalidKeyError } from '@lock/core';
+import { createLocker, fenceCounter, InvalidKeyError, keySlot } from '@lock/core';
 import { startCluster } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { describeLockerContract } from '../contract/contract.js';
@@ -21,8 +21,13 @@ describe('token protocol on a cluster: key layout', () => {
     const locker = createLocker({ redis });
     const bare = createLocker({ redis, prefix: '' });
     const tagged = await locker.acquire('{user:7}:cart', { ttl: 5_000 });
-    expect(await redis.hgetall('lock:{user:7}:cart')).toEqual({ [tagged.owner]: '1' });
-    expect(await redis.get('lock:{user:7}:cart:fence')).toBe(String(tagged.fence));
+    expect(await redis.hgetall('lock:{user:7}:cart')).toEqual({
+      [tagged.owner]: '1',
+      '': String(tagged.fence),
+    });
+    const counter = fenceCounter('lock:{user:7}:cart', 'lock:{user:7}:cart', true);
+    expect(keySlot(counter)).toBe(keySlot('lock:{user:7}:cart'));
+    expect(await redis.get(counter)).toBe(String(tagged.fence));
     await tagged.release();
     await expect(bare.acquire('}starts-with-brace')).rejects.toBeInstanceOf(InvalidKeyError);
     await locker.close();

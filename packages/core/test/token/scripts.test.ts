@@ -7,7 +7,7 @@ describe('token protocol scripts', () => {
     await using server = await startRedis();
     const redis = server.client();
     const locker = createLocker({ redis });
-    await redis.set('{lock:broken}:fence', 'not a number');
+    await redis.set('{lock:#}:fences', 'not a number');
     const error = await locker.acquire('broken', { wait: 0 }).catch((e: unknown) => e);
     expect((error as Error).message).toContain('not an integer');
     expect(await redis.exists('{lock:broken}')).toBe(0);
@@ -19,13 +19,13 @@ describe('token protocol scripts', () => {
     const redis = server.client();
     const locker = createLocker({ redis, prefix: '' });
     const lock = await locker.acquire('{a}', { ttl: 5_000 });
-    for (const name of ['{a}:fence', '{a}:owner', '{a}:released']) {
+    for (const name of ['{a}:fence', '{a}:fences', '{a}:owner', '{a}:released']) {
       const error = await locker.acquire(name, { wait: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InvalidKeyError);
       expect((error as Error).message).toContain(name);
     }
-    expect(await redis.get('{a}:fence')).toBe(String(lock.fence));
-    expect(await redis.type('{a}:fence')).toBe('string');
+    expect(await redis.hget('{a}', '')).toBe(String(lock.fence));
+    expect(await redis.exists('{a}:fence', '{a}:owner')).toBe(0);
     await lock.release();
     await locker.close();
   });

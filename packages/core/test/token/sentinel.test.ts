@@ -26,7 +26,10 @@ describe('planned failover', () => {
     expect(newMaster.port).not.toBe(oldMaster.port);
     const direct = newMaster.client();
     for (const lock of locks)
-      expect(await direct.hgetall(`{lock:${lock.key}}`)).toEqual({ [lock.owner]: '1' });
+      expect(await direct.hgetall(`{lock:${lock.key}}`)).toEqual({
+        [lock.owner]: '1',
+        '': String(lock.fence),
+      });
     const rival = createLocker({ redis: sentinel.client() });
     expect(await rival.tryAcquire('confirmed:0')).toBeNull();
     await locker.close();

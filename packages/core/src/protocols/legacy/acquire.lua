@@ -5,9 +5,11 @@
 
   Input:
     KEYS[1] lock key: a plain string holding the holder's expiry as a decimal Unix timestamp
-    KEYS[2] fence counter: a plain integer that never expires, named so no legacy fleet reads it
-    KEYS[3] owner record: a hash { owner, holds, value } with the lock's TTL, which legacy
-            fleets never read; it counts re-entries of the owner that wrote `value`
+    KEYS[2] fence counter shared by the locks of a namespace (and slot), never expiring, named
+            so no legacy fleet reads it
+    KEYS[3] owner record: a hash { owner, holds, value, fence } with the lock's TTL, which
+            legacy fleets never read; it counts re-entries of the owner that wrote `value`
+    KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] lease in those units, added to now to make the stored timestamp; the TTL matches it
     ARGV[3] skew margin in ms: how far past its timestamp a TTL-less key must be to be taken over
@@ -25,7 +27,7 @@
     -2                          the key's value is not a decimal timestamp
 ]]
 local rcall = redis.call
-local lock, counter, record = KEYS[1], KEYS[2], KEYS[3]
+local lock, counter, record, oldCounter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local scale, lease, margin, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local fresh = ARGV[5] == '1'
 
@@ -35,17 +37,29 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local value = string.format('%d', math.floor(nowMs / scale) + lease)
 local leaseMs = lease * scale
 
-local function recordOwner(holds)
-  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value)
+local function recordOwner(holds, fence)
+  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence)
   rcall('pexpire', record, leaseMs)
+end
+
+-- The fence first: if the counter cannot be incremented, nothing has been written. A per-key
+-- counter left by an earlier version is folded in, so fences never go backwards.
+local function nextFence()
+  local old = rcall('get', oldCounter)
+  if old then
+    if tonumber(rcall('get', counter) or '0') < tonumber(old) then
+      rcall('set', counter, old)
+    end
+    rcall('del', oldCounter)
+  end
+  return rcall('incr', counter)
 end
 
 local kind = rcall('type', lock).ok
 if kind == 'none' then
-  -- The fence first: if the counter cannot be incremented, nothing has been written.
-  local fence = rcall('incr', counter)
+  local fence = nextFence()
   rcall('set', lock, value, 'PX', leaseMs)
-  recordOwner(1)
+  recordOwner(1, fence)
   return { 1, fence, value, 1, leaseMs }
 end
 
@@ -59,20 +73,21 @@ if not string.match(stored, '^%d+$') then
 end
 
 local pttl = rcall('pttl', lock)
-local mine = rcall('hmget', record, 'owner', 'holds', 'value')
+local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence')
 if mine[1] == owner and mine[3] == stored then
   local holds = tonumber(mine[2])
+  local fence = tonumber(mine[4] or rcall('get', oldCounter) or '0')
   if not fresh then
     holds = holds + 1
   end
   -- A re-entry never shortens the lease; lengthening it rewrites value and TTL together.
   if pttl < leaseMs then
     rcall('set', lock, value, 'PX', leaseMs)
-    recordOwner(holds)
-    return { 1, tonumber(rcall('get', counter)), value, holds, leaseMs }
+    recordOwner(holds, fence)
+    return { 1, fence, value, holds, leaseMs }
   end
   rcall('hset', record, 'holds', holds)
-  return { 1, tonumber(rcall('get', counter)), stored, holds, pttl }
+  return { 1, fence, stored, holds, pttl }
 end
 
 -- A key with a TTL is left to Redis to expire, whatever its timestamp says: taking it over is
@@ -86,8 +101,8 @@ if wait > 0 then
   return { 0, wait }
 end
 
-local fence = rcall('incr', counter)
+local fence = nextFence()
 rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)
-recordOwner(1)
+recordOwner(1, fence)
 return { 1, fence, value, 1, leaseMs }

@@ -3,8 +3,8 @@
 
   Input:
     KEYS[1] lock key
-    KEYS[2] fence counter
-    KEYS[3] owner record (hash { owner, holds, value })
+    KEYS[2] the per-key counter of earlier versions (holds they took keep their fence there)
+    KEYS[3] owner record (hash { owner, holds, value, fence })
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] skew margin in ms (as for acquire)
 
@@ -13,7 +13,7 @@
       holds  0 free (absent, or TTL-less and stale past the margin: the next acquire takes it
              over); else the owner's hold count, 1 for a lock written by a legacy fleet
       pttl   PTTL of the lock key (-1 without a TTL, -2 when absent)
-      fence  the last fence handed out, -1 when none
+      fence  the holder's fence, -1 when free or written by a legacy fleet (which has none)
       owner  our owner id, or '' for a lock written by a legacy fleet (or none)
     -1  the key holds another Redis type (a lock of another format)
     -2  the key's value is not a decimal timestamp
@@ -21,11 +21,10 @@
 local rcall = redis.call
 local lock = KEYS[1]
 local scale, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
-local fence = tonumber(rcall('get', KEYS[2]) or '-1')
 local kind = rcall('type', lock).ok
 
 if kind == 'none' then
-  return { 0, -2, fence, '' }
+  return { 0, -2, -1, '' }
 end
 if kind ~= 'string' then
   return -1
@@ -41,12 +40,12 @@ if pttl < 0 then
   local time = rcall('time')
   local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   if tonumber(stored) * scale + margin <= nowMs then
-    return { 0, -1, fence, '' }
+    return { 0, -1, -1, '' }
   end
 end
 
-local mine = rcall('hmget', KEYS[3], 'owner', 'holds', 'value')
+local mine = rcall('hmget', KEYS[3], 'owner', 'holds', 'value', 'fence')
 if mine[3] == stored then
-  return { tonumber(mine[2]), pttl, fence, mine[1] }
+  return { tonumber(mine[2]), pttl, tonumber(mine[4] or rcall('get', KEYS[2]) or '-1'), mine[1] }
 end
-return { 1, pttl, fence, '' }
+return { 1, pttl, -1, '' }

@@ -1,4 +1,5 @@
 import { InvalidKeyError } from '../../errors.js';
+import { legacyFenceCounter } from '../../fence-counter.js';
 import { hashTag, refuseSiblingName, slotKey } from '../../hash-tag.js';
 
 /** The keys of one legacy lock. */
@@ -6,15 +7,14 @@ export interface LegacyKeys {
   /** The lock itself, byte for byte the name the legacy fleets use. */
   readonly lock: string;
   /**
-   * The fence counter `{<name>}:fence` (or `<name>:fence` when the name already has a hash
-   * tag): the one key that never expires. Legacy fleets only ever read the lock key, and the
-   * braces keep the name apart from anything they lock. It is the token protocol's counter
-   * name, so fences keep increasing when a service later moves a name to that protocol.
+   * The per-key fence counter of earlier versions, `{<name>}:fence` (or `<name>:fence` when the
+   * name already has a hash tag); the shared counter (`fenceCounter`, the token protocol's, so
+   * fences keep increasing when a service later moves a name to that protocol) replaces it.
    */
-  readonly fence: string;
+  readonly oldCounter: string;
   /**
-   * `{<name>}:owner`: a hash { owner, holds, value } with the lock's TTL, recording which of our
-   * owners wrote `value` and how often it re-entered. Legacy fleets neither read nor write it;
+   * `{<name>}:owner`: a hash { owner, holds, value, fence } with the lock's TTL, recording which
+   * of our owners wrote `value`, its fence and how often it re-entered. Legacy fleets neither read nor write it;
    * it only counts while the lock key still holds that value, so their takeovers void it.
    */
   readonly owner: string;
@@ -28,7 +28,12 @@ export function legacyKeys(resource: string): LegacyKeys {
   if (slot === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
   refuseSiblingName(resource, slot);
-  return { lock: resource, fence: `${slot}:fence`, owner: `${slot}:owner`, channel: `${slot}:released` };
+  return {
+    lock: resource,
+    oldCounter: legacyFenceCounter(slot),
+    owner: `${slot}:owner`,
+    channel: `${slot}:released`,
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
+import { fenceCounter } from '../../fence-counter.js';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
@@ -87,7 +88,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       requireHashTagOnCluster(resource, isCluster(redis));
       const reply = await acquireScript.run(
         redis,
-        [keys.lock, keys.fence, keys.owner],
+        [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.owner, keys.oldCounter],
         [scale, lease, skewMargin, owner, context?.fresh ? '1' : '0'],
       );
       const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
@@ -126,7 +127,11 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 
     async inspect(redis, resource): Promise<Inspection> {
       const keys = legacyKeys(resource);
-      const reply = await inspectScript.run(redis, [keys.lock, keys.fence, keys.owner], [scale, skewMargin]);
+      const reply = await inspectScript.run(
+        redis,
+        [keys.lock, keys.oldCounter, keys.owner],
+        [scale, skewMargin],
+      );
       const [holds, pttl, fence, owner] = checked(reply, resource) as [number, number, number, string];
       const held = holds > 0;
       return {

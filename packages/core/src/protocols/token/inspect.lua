@@ -3,16 +3,24 @@
 
   Input:
     KEYS[1] lock key
-    KEYS[2] fence counter
+    KEYS[2] the per-key counter of earlier versions (holds they took keep their fence there)
 
   Output:
     { owner or false, holds, pttl, fence or false }
-    owner and holds come from the lock hash (false/0 when free); pttl is PTTL of the lock key.
+    owner and holds come from the lock hash (false/0 when free); pttl is PTTL of the lock key;
+    fence is the holder's (false when free)
 ]]
 local rcall = redis.call
 local fields = rcall('hgetall', KEYS[1])
-local fence = rcall('get', KEYS[2])
 if #fields == 0 then
-  return { false, 0, -2, fence }
+  return { false, 0, -2, false }
 end
-return { fields[1], tonumber(fields[2]), rcall('pttl', KEYS[1]), fence }
+local owner, holds, fence = false, 0, false
+for i = 1, #fields, 2 do
+  if fields[i] == '' then
+    fence = fields[i + 1]
+  else
+    owner, holds = fields[i], tonumber(fields[i + 1])
+  end
+end
+return { owner, holds, rcall('pttl', KEYS[1]), fence or rcall('get', KEYS[2]) }

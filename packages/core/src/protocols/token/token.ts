@@ -1,8 +1,9 @@
 import { InvalidKeyError } from '../../errors.js';
+import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
-import { publishCommand } from '../../topology.js';
+import { isCluster, publishCommand } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
@@ -16,19 +17,20 @@ const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
 const raiseFenceScript = new LuaScript(raiseFenceLua);
 
-/** Keys of one token lock: the lock hash, its fence counter and its release channel, all in one slot. */
+/** Keys of one token lock: the lock hash, the earlier per-key counter and its release channel, all in one slot. */
 function keysOf(resource: string) {
   const lock = slotKey(resource);
   if (lock === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
   refuseSiblingName(resource, lock);
-  return { lock, fence: `${lock}:fence`, channel: `${lock}:released` };
+  return { lock, oldCounter: legacyFenceCounter(lock), channel: `${lock}:released` };
 }
 
 /**
- * The native format: a hash `{<key>}` holding `owner → hold count` with a ms TTL, a fence
- * counter `{<key>}:fence` bumped by every first acquisition, and a release message on
- * `{<key>}:released`. The owner is the token, so release and extend are compare-and-act.
+ * The native format: a hash `{<key>}` holding `owner → hold count` and `'' → fence` with a ms
+ * TTL, a fence counter shared by the locks of a namespace (see `fenceCounter`) bumped by every
+ * first acquisition, and a release message on `{<key>}:released`. The owner is the token, so
+ * release and extend are compare-and-act.
  */
 export function tokenProtocol(): LockProtocol {
   return {
@@ -50,7 +52,7 @@ export function tokenProtocol(): LockProtocol {
       const keys = keysOf(resource);
       const reply = (await acquireScript.run(
         redis,
-        [keys.lock, keys.fence],
+        [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.oldCounter],
         [owner, ttl, context?.fresh ? '1' : '0'],
       )) as number[];
       if (reply[0] === 1) {
@@ -74,17 +76,17 @@ export function tokenProtocol(): LockProtocol {
     extendMany: extendAll,
 
     async raiseFence(redis, resource, fence) {
-      await raiseFenceScript.run(redis, [keysOf(resource).fence], [fence]);
+      const { lock } = keysOf(resource);
+      await raiseFenceScript.run(redis, [fenceCounter(resource, lock, isCluster(redis))], [fence]);
     },
 
     async inspect(redis, resource): Promise<Inspection> {
       const keys = keysOf(resource);
-      const [owner, holds, pttl, fence] = (await inspectScript.run(redis, [keys.lock, keys.fence], [])) as [
-        string | null,
-        number,
-        number,
-        string | null,
-      ];
+      const [owner, holds, pttl, fence] = (await inspectScript.run(
+        redis,
+        [keys.lock, keys.oldCounter],
+        [],
+      )) as [string | null, number, number, string | null];
       return {
         held: owner !== null,
         ttl: owner === null ? null : pttl,
