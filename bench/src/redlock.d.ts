@@ -11,6 +11,9 @@ declare module 'redlock' {
     readonly automaticExtensionThreshold: number;
   }
 
+  /** Thrown when an operation found no quorum within its retries (for acquire: the lock stayed busy). */
+  export class ExecutionError extends Error {}
+
   export class Lock {
     release(): Promise<unknown>;
   }

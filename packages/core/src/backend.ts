@@ -21,6 +21,14 @@ export interface BackendExtension {
   readonly token: string;
 }
 
+/** Whom a release message wakes. */
+export interface ReleaseNotice {
+  /** The lock is free for every waiter at once (`LockProtocol.wakesAll`). */
+  readonly all: boolean;
+  /** The one owner named to try next (`LockProtocol.addressee`), if any. */
+  readonly to: string | undefined;
+}
+
 /** A refused acquisition: someone else holds it, for about `remaining` ms (-1 when unknown). */
 export interface BackendRefusal {
   readonly acquired: false;
@@ -51,11 +59,10 @@ export interface LockBackend {
   extendMany(items: readonly RenewalItem[], ttl: number): Promise<(BackendExtension | null)[]>;
   inspect(resource: string): Promise<Inspection>;
   /**
-   * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`, with
-   * whether it frees the lock for every waiter (`LockProtocol.wakesAll`). Resolves once the
-   * subscription is active, with a function that ends it.
+   * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves
+   * once the subscription is active, with a function that ends it.
    */
-  listen(resource: string, waiter: string, onRelease: (wakesAll: boolean) => void): Promise<() => void>;
+  listen(resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void): Promise<() => void>;
   /** Ends the backend's own connections (never the caller's clients). */
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { checkEvictionOption, type EvictionCheck } from './backends/eviction.js';
 import { singleBackend } from './backends/single.js';
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from './engine/engine.js';
 import { refuseUnknown } from './engine/options.js';
@@ -21,14 +22,24 @@ export interface LockerOptions extends EngineOptions {
    * replicas), `false`, or `{ replicas, timeout }`. Default: `'auto'`.
    */
   readonly replication?: ReplicationOptions;
+  /**
+   * What to do when the server's `maxmemory-policy` may evict lock keys or fence counters
+   * (anything but `noeviction`): `'warn'` once per server, `'refuse'` with `UnsafeServerError`,
+   * or `'ignore'`. Checked before the first acquisition. Default: `'warn'`.
+   */
+  readonly eviction?: EvictionCheck;
 }
 
 /** A locker on one Redis deployment. */
 export function createLocker(options: LockerOptions): Locker {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', options, 'an object');
-  refuseUnknown(options, ['redis', 'protocol', 'replication', ...ENGINE_OPTIONS], 'the locker options');
-  const { redis, protocol, replication, ...engine } = options;
+  refuseUnknown(
+    options,
+    ['redis', 'protocol', 'replication', 'eviction', ...ENGINE_OPTIONS],
+    'the locker options',
+  );
+  const { redis, protocol, replication, eviction, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError(
       'redis',
@@ -36,11 +47,10 @@ export function createLocker(options: LockerOptions): Locker {
       'an ioredis Redis or Cluster client; node-redis clients are not supported yet',
     );
   }
-  const backend = singleBackend(
-    redis,
-    protocolOf(protocol),
-    replication === undefined ? {} : { replication },
-  );
+  const backend = singleBackend(redis, protocolOf(protocol), {
+    ...(replication === undefined ? {} : { replication }),
+    eviction: checkEvictionOption(eviction),
+  });
   return createEngine(backend, engine);
 }
 

@@ -11,6 +11,7 @@ export const LOCK_ERROR_CODES = [
   'ERR_LOCK_INVALID_OPTION',
   'ERR_LOCK_INVALID_KEY',
   'ERR_LOCK_CLOSED',
+  'ERR_LOCK_UNSAFE_SERVER',
 ] as const;
 
 /** The `code` of an error thrown by `@lock/core`. */
@@ -149,11 +150,14 @@ export class QuorumError extends LockUnavailableError<'ERR_LOCK_QUORUM'> {
 /** Release or extend by someone who does not hold the lock. */
 export class NotOwnerError extends LockError<'ERR_LOCK_NOT_OWNER'> {
   override name = 'NotOwnerError';
+  /** The owner that tried: a secret (it releases and extends the lock), so neither in the message nor enumerable. */
+  declare readonly owner: string;
   constructor(
     readonly key: string,
-    readonly owner: string,
+    owner: string,
   ) {
-    super('ERR_LOCK_NOT_OWNER', `lock "${key}" is not held by owner "${owner}"`);
+    super('ERR_LOCK_NOT_OWNER', `lock "${key}" is not held by this owner`);
+    Object.defineProperty(this, 'owner', { value: owner, enumerable: false });
   }
 }
 
@@ -194,6 +198,20 @@ export class InvalidKeyError extends LockError<'ERR_LOCK_INVALID_KEY'> {
     why: string,
   ) {
     super('ERR_LOCK_INVALID_KEY', `invalid lock key ${describe(key)}: ${why}`);
+  }
+}
+
+/**
+ * The Redis server is set up so that it may lose locks on its own (an eviction policy other than
+ * `noeviction`), and the locker was told to refuse such a server (`eviction: 'refuse'`).
+ */
+export class UnsafeServerError extends LockError<'ERR_LOCK_UNSAFE_SERVER'> {
+  override name = 'UnsafeServerError';
+  constructor(
+    readonly key: string,
+    why: string,
+  ) {
+    super('ERR_LOCK_UNSAFE_SERVER', why);
   }
 }
 

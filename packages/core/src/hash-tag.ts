@@ -37,7 +37,7 @@ export function keySlot(key: string): number {
 }
 
 /** Suffixes of the keys a protocol keeps beside a lock (fence counter, owner record, release channel). */
-const SIBLING_SUFFIXES = [':fence', ':fences', ':owner', ':released'];
+const SIBLING_SUFFIXES = [':fence', ':fences', ':owner', ':released', ':queue', ':waiters'];
 
 /**
  * Refuses a lock name that is itself another lock's sibling key: a name that carries its own

@@ -1,4 +1,5 @@
 export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
+export type { EvictionCheck } from './backends/eviction.js';
 export { type MessageListener, ReleaseListener } from './backends/release-listener.js';
 export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
@@ -6,10 +7,16 @@ export { createLocker, type LockerOptions } from './create-locker.js';
 export { bounded } from './engine/deadline.js';
 export { createEngine, type EngineOptions } from './engine/engine.js';
 export {
+  type AcquireEvent,
   type AcquireTraceContext,
   acquireTracing,
   channels as lockEvents,
+  type ExtendEvent,
+  type LockEvent,
   type LockEventName,
+  type LostEvent,
+  type ReleaseEvent,
+  type RenewEvent,
 } from './engine/events.js';
 export { DEFAULT_COMMAND_TIMEOUT } from './engine/options.js';
 export {
@@ -28,6 +35,7 @@ export {
   NotOwnerError,
   QuorumError,
   ReplicationError,
+  UnsafeServerError,
 } from './errors.js';
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';

@@ -37,6 +37,20 @@ export interface AttemptContext {
    * Default: false.
    */
   readonly fresh?: boolean;
+  /**
+   * Set when the call may wait: for how long, in ms, a format that queues waiters keeps this
+   * caller registered after a refused attempt (each attempt renews it; a waiter that stops
+   * renewing, having crashed, is skipped). Default: not queued.
+   */
+  readonly queueLease?: number;
+  /** An earlier attempt of this call was refused, so it may be queued: a grant takes it out. Default: false. */
+  readonly queued?: boolean;
+  /**
+   * An id unique to this attempt (across processes): a format that records it answers a copy of
+   * the attempt already applied (the client resent it after a reconnect) as it stands instead of
+   * counting a second hold. Default: none (every copy counts).
+   */
+  readonly attempt?: string;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */
@@ -129,4 +143,10 @@ export interface LockProtocol {
    * all readers in), so each waiting call of a process is woken instead of the first. Default: false.
    */
   wakesAll?(message: string): boolean;
+  /**
+   * The owner a release message names as the next to try (a format that queues waiters), so that
+   * only that waiter is woken, in whichever process it waits. Default: none named (the first
+   * waiter of each process is woken).
+   */
+  addressee?(message: string): string | undefined;
 }

@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import {
+  bounded,
   createEngine,
+  DEFAULT_COMMAND_TIMEOUT,
   type Lock,
   type Locker,
+  LockerClosedError,
   NotOwnerError,
   type RedisClient,
+  ReleaseListener,
   singleBackend,
 } from '@lock/core';
 import { FairLockProtocol } from './fair/protocol.js';
@@ -14,11 +18,10 @@ import type { LockKind, RedissonProtocol } from './kinds.js';
 import { RLockProtocol } from './lock/protocol.js';
 import type { RedissonOptions } from './options.js';
 import { ReadLockProtocol, WriteLockProtocol } from './rwlock/protocol.js';
-import { Threads } from './thread.js';
 
 /** One acquisition request as the lock objects hand it over. */
 export interface AcquireRequest {
-  readonly threadId?: number;
+  readonly thread: number;
   /** Fixed lease in ms; none means the watchdog lease, renewed. */
   readonly lease?: number;
   readonly wait: number;
@@ -27,23 +30,28 @@ export interface AcquireRequest {
 
 /**
  * What one Redisson client shares between its lock objects: its id, one engine per lock kind
- * (waiting, watchdog and events are the engine's), the handles of the holds it has taken, and
- * which thread each call acts as.
+ * (waiting, watchdog and events are the engine's) on one subscriber connection, and the handles
+ * of the holds it has taken.
  */
 export class ClientCore {
   readonly id = randomUUID();
   readonly redis: RedisClient;
   readonly prefix: string;
   readonly watchdogTimeout: number;
+  readonly commandTimeout: number;
   readonly protocols: Readonly<Record<LockKind, RedissonProtocol>>;
-  readonly threads = new Threads();
+  /** Release messages of every lock kind arrive on this one connection. */
+  private readonly subscriber: ReleaseListener;
   private readonly engines = new Map<LockKind, Locker>();
   private readonly handles = new Map<string, Lock[]>();
+  private closed = false;
 
   constructor(private readonly options: RedissonOptions) {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.watchdogTimeout = options.lockWatchdogTimeout ?? WATCHDOG_TIMEOUT;
+    this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
+    this.subscriber = new ReleaseListener(this.redis);
     this.protocols = {
       lock: new RLockProtocol(),
       fenced: new FencedLockProtocol(),
@@ -63,10 +71,9 @@ export class ClientCore {
     return `${this.id}:${thread}`;
   }
 
-  /** Takes one hold of `name` as the call's thread. */
+  /** Takes one hold of `name` as `request.thread`. */
   async acquire(kind: LockKind, name: string, request: AcquireRequest): Promise<Lock> {
-    const { thread, unchained } = this.threads.forAcquire(request.threadId);
-    const owner = this.owner(thread);
+    const owner = this.owner(request.thread);
     const lock = await this.engine(kind).acquire(name, {
       owner,
       wait: request.wait,
@@ -77,51 +84,59 @@ export class ClientCore {
     const stack = this.handles.get(key) ?? [];
     stack.push(lock);
     this.handles.set(key, stack);
-    if (unchained) this.threads.adopt(lockKey(kind, name), thread);
     return lock;
   }
 
-  /** Gives up one hold as the call's thread; throws `NotOwnerError` as Java throws IllegalMonitorStateException. */
-  async unlock(kind: LockKind, name: string, threadId: number | undefined): Promise<void> {
-    const thread = this.threads.current(lockKey(kind, name), threadId);
+  /**
+   * Gives up one hold as `thread`; throws `NotOwnerError` as Java throws IllegalMonitorStateException.
+   * Only a hold this client took for `thread` is given up, through its handle: without one the
+   * thread holds nothing here, and nothing is sent that could release a hold it did not take.
+   */
+  async unlock(kind: LockKind, name: string, thread: number): Promise<void> {
     const owner = this.owner(thread);
     const key = holdKey(kind, name, owner);
     const stack = this.handles.get(key);
     const handle = stack?.pop();
-    if (stack?.length === 0) {
-      this.handles.delete(key);
-      this.threads.release(lockKey(kind, name), thread);
+    if (!stack || !handle) throw new NotOwnerError(name, owner);
+    if (stack.length === 0) this.handles.delete(key);
+    let result: Awaited<ReturnType<Lock['release']>>;
+    try {
+      // The handle answers what the script did (a lost hold answers not-owner) and stops its renewal.
+      result = await handle.release();
+    } catch (error) {
+      // Redis did not answer: the hold may still be there, so a retried unlock() must find it.
+      this.handles.set(key, [...(this.handles.get(key) ?? []), handle]);
+      throw error;
     }
-    // The handle answers what the script did (a lost hold answers not-owner) and stops its renewal.
-    const result = handle
-      ? await handle.release()
-      : await this.protocols[kind].unlock(this.redis, this.resource(name), owner, this.watchdogTimeout);
     if (result === 'not-owner') throw new NotOwnerError(name, owner);
   }
 
-  /** The owner a non-acquiring call on `name` acts as. */
-  currentOwner(kind: LockKind, name: string, threadId: number | undefined): string {
-    return this.owner(this.threads.current(lockKey(kind, name), threadId));
+  /** A call this package sends itself, bounded by `commandTimeout`. */
+  call<T>(name: string, operation: string, pending: Promise<T>): Promise<T> {
+    return bounded(pending, this.commandTimeout, name, operation);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await Promise.all([...this.engines.values()].map((engine) => engine.close()));
     this.engines.clear();
+    await this.subscriber.close();
   }
 
   private engine(kind: LockKind): Locker {
     let engine = this.engines.get(kind);
     if (!engine) {
+      if (this.closed) throw new LockerClosedError();
       const { replication, retry } = this.options;
-      const backend = singleBackend(
-        this.redis,
-        this.protocols[kind],
-        replication === undefined ? {} : { replication },
-      );
+      const backend = singleBackend(this.redis, this.protocols[kind], {
+        subscriber: this.subscriber,
+        ...(replication === undefined ? {} : { replication }),
+      });
       engine = createEngine(backend, {
         prefix: this.prefix,
         ttl: this.watchdogTimeout,
         id: this.id,
+        commandTimeout: this.commandTimeout,
         ...(retry === undefined ? {} : { retry }),
       });
       this.engines.set(kind, engine);
@@ -130,5 +145,4 @@ export class ClientCore {
   }
 }
 
-const lockKey = (kind: LockKind, name: string): string => `${kind}\n${name}`;
 const holdKey = (kind: LockKind, name: string, owner: string): string => `${kind}\n${name}\n${owner}`;

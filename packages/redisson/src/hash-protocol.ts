@@ -18,7 +18,7 @@ export const WATCHDOG_TIMEOUT = 30_000;
 /**
  * The token of a Redisson hold is its lease in ms: Java re-applies the lease of the last
  * acquisition (`internalLockLeaseTime`) when a re-entrant unlock leaves holds behind, so the
- * engine hands it back to `release` with the hold.
+ * engine hands it back to `release` with the hold (the scripts never let it shorten the TTL).
  */
 export const leaseOf = (token: string): number => Number(token) || WATCHDOG_TIMEOUT;
 

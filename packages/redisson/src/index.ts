@@ -21,4 +21,4 @@ export {
   WriteLockProtocol,
   writerField,
 } from './rwlock/protocol.js';
-export type { ThreadOptions } from './thread.js';
+export { NoThreadError, type ThreadOptions } from './thread.js';

@@ -1,8 +1,8 @@
 import { AcquireTimeoutError, LockBusyError } from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
-import { checkMs } from './options.js';
-import type { ThreadOptions } from './thread.js';
+import { checkMs, PARAMETER_NAMES, refuseUnknown } from './options.js';
+import { type ThreadOptions, threadOf } from './thread.js';
 
 /** Options of `lock()`. */
 export interface LockOptions extends ThreadOptions {
@@ -22,12 +22,30 @@ export interface TryLockOptions extends LockOptions {
   readonly wait?: number;
 }
 
+const THREAD_OPTIONS = ['threadId'];
+const LOCK_OPTIONS = ['lease', 'signal', 'threadId'];
+const TRY_LOCK_OPTIONS = ['wait', ...LOCK_OPTIONS];
+/** `lock()` waits as long as it takes; a bounded wait is `tryLock`'s. */
+const BOUNDED_WAIT = '`tryLock({ wait })` (lock() waits as long as it takes)';
+const LOCK_RENAMED = {
+  ...PARAMETER_NAMES,
+  wait: BOUNDED_WAIT,
+  waitTime: BOUNDED_WAIT,
+  timeout: BOUNDED_WAIT,
+};
+
 function checkWait(wait: unknown): number {
   return wait === undefined || wait === 0 ? 0 : (checkMs(wait, 'wait') as number);
 }
 
+/** The thread a call without acquisition acts as, after checking its options. */
+function threadFor(name: string, method: string, options: ThreadOptions): number {
+  refuseUnknown(options, THREAD_OPTIONS, method);
+  return threadOf(name, method, options.threadId);
+}
+
 /**
- * Redisson's RLock on a Node "thread" (an async call chain, or an explicit `threadId`):
+ * Redisson's RLock on a Node "thread" (a `redisson.run(fn)` call, or an explicit `threadId`):
  * re-entrant per thread, exclusive across threads, processes and Java clients.
  */
 export class RLock {
@@ -42,13 +60,13 @@ export class RLock {
 
   /** Waits as long as it takes for the lock (Java's `lock()` / `lock(leaseTime)`). */
   async lock(options: LockOptions = {}): Promise<void> {
-    await this.take(options, Number.POSITIVE_INFINITY);
+    await this.take('lock', options, Number.POSITIVE_INFINITY);
   }
 
   /** One attempt, or waits up to `wait` ms: true when the lock was taken (Java's `tryLock`). */
   async tryLock(options: TryLockOptions = {}): Promise<boolean> {
     try {
-      await this.take(options, checkWait(options.wait));
+      await this.take('tryLock', options);
       return true;
     } catch (error) {
       if (error instanceof LockBusyError || error instanceof AcquireTimeoutError) return false;
@@ -60,36 +78,39 @@ export class RLock {
    * Gives up one hold of the calling thread; the last one frees the lock and wakes waiters.
    * Throws `NotOwnerError` when the thread holds none (Java's IllegalMonitorStateException).
    */
-  unlock(options: ThreadOptions = {}): Promise<void> {
-    return this.client.unlock(this.kind, this.name, options.threadId);
+  async unlock(options: ThreadOptions = {}): Promise<void> {
+    await this.client.unlock(this.kind, this.name, threadFor(this.name, 'unlock', options));
   }
 
   /** Frees the lock whoever holds it; true when it was locked. */
   forceUnlock(): Promise<boolean> {
-    return this.protocol.forceUnlock(this.client.redis, this.resource);
+    return this.client.call(
+      this.name,
+      'forceUnlock',
+      this.protocol.forceUnlock(this.client.redis, this.resource),
+    );
   }
 
   async isLocked(): Promise<boolean> {
-    return (await this.protocol.inspect(this.client.redis, this.resource)).held;
+    return (await this.inspect('isLocked')).held;
   }
 
   async isHeldByCurrentThread(options: ThreadOptions = {}): Promise<boolean> {
-    return (await this.getHoldCount(options)) > 0;
+    return (await this.holdCount(threadFor(this.name, 'isHeldByCurrentThread', options))) > 0;
   }
 
-  isHeldByThread(threadId: number): Promise<boolean> {
-    return this.isHeldByCurrentThread({ threadId });
+  async isHeldByThread(threadId: number): Promise<boolean> {
+    return (await this.holdCount(threadOf(this.name, 'isHeldByThread', threadId))) > 0;
   }
 
   /** How many holds the calling thread has (0 when none). */
   async getHoldCount(options: ThreadOptions = {}): Promise<number> {
-    const owner = this.client.currentOwner(this.kind, this.name, options.threadId);
-    return Number(await this.client.redis.hget(this.resource, this.protocol.field(owner))) || 0;
+    return this.holdCount(threadFor(this.name, 'getHoldCount', options));
   }
 
   /** Remaining lease in ms; -2 when not locked, -1 when the lock has no TTL (as PTTL). */
   remainTimeToLive(): Promise<number> {
-    return this.client.redis.pttl(this.resource);
+    return this.client.call(this.name, 'remainTimeToLive', this.client.redis.pttl(this.resource));
   }
 
   protected get resource(): string {
@@ -100,17 +121,38 @@ export class RLock {
     return this.client.protocols[this.kind];
   }
 
-  protected take(options: LockOptions, wait: number) {
-    return this.client.acquire(this.kind, this.name, this.request(options, wait));
+  protected inspect(operation: string) {
+    return this.client.call(this.name, operation, this.protocol.inspect(this.client.redis, this.resource));
   }
 
-  protected request(options: LockOptions, wait: number): AcquireRequest {
+  /**
+   * One acquisition by `method`: `lock`-like methods wait as long as it takes (`wait` given),
+   * `tryLock`-like ones as their `wait` option says.
+   */
+  protected take(method: string, options: TryLockOptions, wait?: number) {
+    return this.client.acquire(this.kind, this.name, this.request(method, options, wait));
+  }
+
+  private request(method: string, options: TryLockOptions, wait: number | undefined): AcquireRequest {
+    if (wait === undefined) refuseUnknown(options, TRY_LOCK_OPTIONS, method);
+    else refuseUnknown(options, LOCK_OPTIONS, method, LOCK_RENAMED);
+    const lease = checkMs(options.lease, 'lease');
     return {
-      wait,
-      ...(options.threadId === undefined ? {} : { threadId: options.threadId }),
-      ...(options.lease === undefined ? {} : { lease: checkMs(options.lease, 'lease') }),
+      wait: wait ?? checkWait(options.wait),
+      ...(lease === undefined ? {} : { lease }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
+      thread: threadOf(this.name, method, options.threadId),
     };
+  }
+
+  private async holdCount(thread: number): Promise<number> {
+    const field = this.protocol.field(this.client.owner(thread));
+    const count = await this.client.call(
+      this.name,
+      'getHoldCount',
+      this.client.redis.hget(this.resource, field),
+    );
+    return Number(count) || 0;
   }
 }
 
@@ -122,13 +164,13 @@ export class RFencedLock extends RLock {
 
   /** Waits for the lock and answers this acquisition's fencing token. */
   async lockAndGetToken(options: LockOptions = {}): Promise<number> {
-    return (await this.take(options, Number.POSITIVE_INFINITY)).fence;
+    return (await this.take('lockAndGetToken', options, Number.POSITIVE_INFINITY)).fence;
   }
 
   /** Like `tryLock`, answering the token, or null when the lock was not taken. */
   async tryLockAndGetToken(options: TryLockOptions = {}): Promise<number | null> {
     try {
-      return (await this.take(options, checkWait(options.wait))).fence;
+      return (await this.take('tryLockAndGetToken', options)).fence;
     } catch (error) {
       if (error instanceof LockBusyError || error instanceof AcquireTimeoutError) return null;
       throw error;
@@ -137,7 +179,7 @@ export class RFencedLock extends RLock {
 
   /** The last token handed out, or null before the first acquisition. */
   async getToken(): Promise<number | null> {
-    return (await this.protocol.inspect(this.client.redis, this.resource)).fence;
+    return (await this.inspect('getToken')).fence;
   }
 }
 

@@ -25,6 +25,9 @@ export const fenceCounter = (name: string): string => prefixName('redisson_lock_
 /** Prefix of one reader's timeout keys: `<prefix>:<n>` is the key of its n-th read hold. */
 export const readTimeoutPrefix = (name: string, owner: string): string =>
   suffixName(name, `${owner}:rwlock_timeout`);
+/** A reader's fence, kept for its re-entries (a key Redisson never reads, living as long as the reader's holds). */
+export const readFenceKey = (name: string, owner: string): string =>
+  suffixName(name, `${owner}:rwlock_fence`);
 /** What the read unlock script prepends to `:<field>:rwlock_timeout:<n>` for every holder. */
 export const readKeyPrefix = (name: string): string => (name.includes('{') ? name : `{${name}}`);
 

@@ -20,27 +20,75 @@ export interface RedissonOptions {
   readonly replication?: ReplicationOptions;
   /** Polling backoff while waiting; release messages usually wake a waiter first. Default: the engine's. */
   readonly retry?: RetryOptions;
+  /**
+   * How long one round trip to Redis may take, in ms (Redisson's `timeout`): a call Redis does
+   * not answer in time (down, frozen, partitioned) rejects with `LockUnavailableError`. Every
+   * method settles within it, or within `wait` plus it when waiting. Default: `500`.
+   */
+  readonly commandTimeout?: number;
 }
 
-const KNOWN = ['redis', 'prefix', 'lockWatchdogTimeout', 'fairLockWaitTimeout', 'replication', 'retry'];
+const KNOWN = [
+  'redis',
+  'prefix',
+  'lockWatchdogTimeout',
+  'fairLockWaitTimeout',
+  'replication',
+  'retry',
+  'commandTimeout',
+];
+
+/** Redisson `Config` names a Java user may carry over, and what this package calls them. */
+const CONFIG_NAMES: Readonly<Record<string, string>> = {
+  nameMapper: '`prefix` (a NameMapper that prefixes names)',
+  checkLockSyncedSlaves: '`replication`',
+  slavesSyncTimeout: '`replication: { timeout }`',
+  timeout: '`commandTimeout`',
+};
+
+/** Redisson method parameters a Java user may carry over, and what this package calls them. */
+export const PARAMETER_NAMES: Readonly<Record<string, string>> = {
+  leaseTime: '`lease` (in ms)',
+  waitTime: '`wait` (in ms, tryLock only)',
+  timeout: '`wait` (in ms, tryLock only)',
+  ttl: '`lease` (in ms)',
+  unit: 'no unit: every duration is in ms',
+};
+
+/**
+ * Refuses anything but an options object whose names are all in `known`, naming the first
+ * unknown one, and what to write instead when it is a Redisson name (`leaseTime` → `lease`).
+ */
+export function refuseUnknown(
+  options: unknown,
+  known: readonly string[],
+  where: string,
+  renamed: Readonly<Record<string, string>> = PARAMETER_NAMES,
+): void {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', options, `an object of ${where} options`);
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue;
+    const instead = renamed[name];
+    throw new InvalidOptionError(
+      name,
+      (options as Record<string, unknown>)[name],
+      instead === undefined
+        ? `one of the ${where} options: ${known.join(', ')}`
+        : `${instead} instead: "${name}" is Redisson's name; ${where} takes ${known.join(', ')}`,
+    );
+  }
+}
 
 export function checkOptions(options: RedissonOptions): void {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
-  for (const name of Object.keys(options)) {
-    if (!KNOWN.includes(name))
-      throw new InvalidOptionError(
-        name,
-        options[name as keyof RedissonOptions],
-        `one of ${KNOWN.join(', ')}`,
-      );
-  }
+  refuseUnknown(options, KNOWN, 'createRedisson', CONFIG_NAMES);
   const { redis } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
   }
   checkMs(options.lockWatchdogTimeout, 'lockWatchdogTimeout');
   checkMs(options.fairLockWaitTimeout, 'fairLockWaitTimeout');
+  checkMs(options.commandTimeout, 'commandTimeout');
 }
 
 /** Checks an optional duration in ms: a positive integer below 2^31. */

@@ -1,4 +1,4 @@
-import { runInChain } from '@lock/core';
+import { newChain, runWithChain } from '@lock/core';
 import { ClientCore } from './client.js';
 import { RFairLock, RFencedLock, RLock, RReadWriteLock } from './locks.js';
 import { checkOptions, type RedissonOptions } from './options.js';
@@ -11,7 +11,12 @@ export interface Redisson {
   getFairLock(name: string): RFairLock;
   getReadWriteLock(name: string): RReadWriteLock;
   getFencedLock(name: string): RFencedLock;
-  /** Runs `fn` as one "thread": every lock call inside it, through every await, acts as the same thread id. */
+  /**
+   * Runs `fn` as a new "thread": every lock call inside it, through every await and in every task
+   * it starts, acts as one new thread id, as code on one Java thread does. Call it per request or
+   * job, never around a server: everything inside is one thread, and re-enters its locks. A `run`
+   * inside another is a thread of its own, as a Java thread started by another is.
+   */
   run<T>(fn: () => T): T;
   /** Stops renewal and waiting, releases the holds it still has, and closes its own subscriber connections. */
   shutdown(): Promise<void>;
@@ -27,7 +32,7 @@ export function createRedisson(options: RedissonOptions): Redisson {
     getFairLock: (name) => new RFairLock(client, name),
     getReadWriteLock: (name) => new RReadWriteLock(client, name),
     getFencedLock: (name) => new RFencedLock(client, name),
-    run: (fn) => runInChain(fn),
+    run: (fn) => runWithChain(newChain(), fn),
     shutdown: () => client.close(),
   };
 }

@@ -1,16 +1,40 @@
-import { currentChain, InvalidOptionError, newChain } from '@lock/core';
+import { currentChain, InvalidOptionError } from '@lock/core';
 
 /** Options of every call made "as a thread". */
 export interface ThreadOptions {
   /**
    * Redisson's thread id for this call, as the `threadId` argument of Redisson's async API: a
    * non-negative safe integer; the owner field becomes `<client id>:<threadId>`. Default: the
-   * current async call chain (see `Redisson.run`); outside any chain, see the README's "Threads".
+   * thread of the enclosing `redisson.run(fn)` (any async call chain of `@lock/core`'s); outside
+   * one the call is refused with `NoThreadError`.
    */
   readonly threadId?: number;
 }
 
-export function checkThreadId(value: unknown): number | undefined {
+/**
+ * A call that acts "as the current thread" made outside any `redisson.run(fn)` and without a
+ * `threadId`. Nothing would tie a later `unlock()` to the caller that locked: two concurrent
+ * request handlers would be one thread, and one could release the other's hold. Java throws
+ * IllegalMonitorStateException for such an unlock; here the call is refused before anything is written.
+ */
+export class NoThreadError extends InvalidOptionError {
+  override name = 'NoThreadError';
+  constructor(
+    /** The lock's name. */
+    readonly lock: string,
+    /** The method that was called, e.g. `'lock'`. */
+    readonly method: string,
+  ) {
+    super(
+      'threadId',
+      undefined,
+      `${method}() on "${lock}" to run inside redisson.run(async () => …) or to be given a threadId: ` +
+        'outside both, nothing tells this caller from a concurrent one',
+    );
+  }
+}
+
+function checkThreadId(value: unknown): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw new InvalidOptionError('threadId', value, 'a non-negative safe integer');
@@ -19,42 +43,12 @@ export function checkThreadId(value: unknown): number | undefined {
 }
 
 /**
- * Which "thread" a call acts as. Inside an async call chain it is the chain's id, the same
- * through every await, as a Java thread id is. Outside any chain nothing ties two calls
- * together, so every acquisition gets a thread of its own (a new chain id, never shared, so two
- * concurrent callers can never re-enter each other's lock) and is remembered per lock; later
- * unchained calls (unlock, isHeldByCurrentThread, getHoldCount) act as the most recent such
- * thread still holding that lock, which makes `await lock.lock(); …; await lock.unlock()` work.
+ * The thread a call acts as: its explicit `threadId`, else the async call chain it runs in
+ * (`redisson.run` starts one), the same through every await, as a Java thread id is. There is
+ * no fallback: a thread made up for an unchained call could not be found again by its unlock.
  */
-export class Threads {
-  private readonly unchained = new Map<string, number[]>();
-
-  /** The thread an acquisition runs as, and whether it is a new unchained one to `adopt` once it holds the lock. */
-  forAcquire(explicit: number | undefined): { thread: number; unchained: boolean } {
-    const given = checkThreadId(explicit) ?? currentChain();
-    return given === undefined
-      ? { thread: newChain(), unchained: true }
-      : { thread: given, unchained: false };
-  }
-
-  /** Remembers an unchained thread that now holds `lock`. */
-  adopt(lock: string, thread: number): void {
-    const threads = this.unchained.get(lock) ?? [];
-    threads.push(thread);
-    this.unchained.set(lock, threads);
-  }
-
-  /** The thread any other call on `lock` acts as. */
-  current(lock: string, explicit: number | undefined): number {
-    return checkThreadId(explicit) ?? currentChain() ?? this.unchained.get(lock)?.at(-1) ?? newChain();
-  }
-
-  /** Forgets an unchained thread once it holds nothing of `lock` any more. */
-  release(lock: string, thread: number): void {
-    const threads = this.unchained.get(lock);
-    if (!threads) return;
-    const at = threads.lastIndexOf(thread);
-    if (at >= 0) threads.splice(at, 1);
-    if (threads.length === 0) this.unchained.delete(lock);
-  }
+export function threadOf(lock: string, method: string, explicit: number | undefined): number {
+  const thread = checkThreadId(explicit) ?? currentChain();
+  if (thread === undefined) throw new NoThreadError(lock, method);
+  return thread;
 }

@@ -9,7 +9,7 @@ import {
 import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRedisson, type Redisson } from '../src/index.js';
+import { createRedisson, NoThreadError, type Redisson } from '../src/index.js';
 
 describe('createRedisson: the Java-shaped API on the engine', () => {
   let server: RedisServer;
@@ -35,22 +35,48 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
     expect(other.id).not.toBe(redisson.id);
     await other.shutdown();
     const lock = redisson.getLock('orders:42');
-    await lock.lock();
-    const [field] = Object.keys(await redis.hgetall('orders:42'));
-    expect(field).toMatch(new RegExp(`^${redisson.id}:\\d+$`));
-    await lock.unlock();
+    await redisson.run(async () => {
+      await lock.lock();
+      const [field] = Object.keys(await redis.hgetall('orders:42'));
+      expect(field).toMatch(new RegExp(`^${redisson.id}:\\d+$`));
+      await lock.unlock();
+    });
     expect(await redis.exists('orders:42')).toBe(0);
   });
 
-  it('lock then unlock in one async function works outside any chain, and isHeldByCurrentThread follows it', async () => {
+  it('lock then unlock inside run() works, and isHeldByCurrentThread follows it', async () => {
     const lock = redisson.getLock('plain');
-    await lock.lock();
-    expect(await lock.isLocked()).toBe(true);
-    expect(await lock.isHeldByCurrentThread()).toBe(true);
-    expect(await lock.getHoldCount()).toBe(1);
-    await lock.unlock();
-    expect(await lock.isLocked()).toBe(false);
-    expect(await lock.isHeldByCurrentThread()).toBe(false);
+    await redisson.run(async () => {
+      await lock.lock();
+      expect(await lock.isLocked()).toBe(true);
+      expect(await lock.isHeldByCurrentThread()).toBe(true);
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+      expect(await lock.isLocked()).toBe(false);
+      expect(await lock.isHeldByCurrentThread()).toBe(false);
+    });
+  });
+
+  it('every call that acts as the current thread is refused outside run() without a threadId, before any write', async () => {
+    const lock = redisson.getLock('unchained');
+    const fenced = redisson.getFencedLock('unchained');
+    const calls = {
+      lock: () => lock.lock(),
+      tryLock: () => lock.tryLock(),
+      unlock: () => lock.unlock(),
+      isHeldByCurrentThread: () => lock.isHeldByCurrentThread(),
+      getHoldCount: () => lock.getHoldCount(),
+      lockAndGetToken: () => fenced.lockAndGetToken(),
+      tryLockAndGetToken: () => fenced.tryLockAndGetToken(),
+    };
+    for (const [method, call] of Object.entries(calls)) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(NoThreadError);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'threadId', method });
+      expect((error as Error).message).toMatch(/redisson\.run/);
+    }
+    expect(await redis.dbsize()).toBe(0);
   });
 
   it('re-enters within one run() chain and counts holds like Java', async () => {
@@ -91,15 +117,6 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
     });
     await Promise.all([first, second]);
     expect(order).toEqual(['first in', 'first out', 'second in']);
-  });
-
-  it('unchained callers are separate threads: a second unchained lock() waits instead of re-entering', async () => {
-    const lock = redisson.getLock('unchained');
-    await lock.lock();
-    expect(await lock.tryLock({ wait: 50 })).toBe(false);
-    await lock.unlock();
-    expect(await lock.tryLock()).toBe(true);
-    await lock.unlock();
   });
 
   it('unlock by a thread that holds nothing throws NotOwnerError naming the owner, and changes nothing', async () => {
@@ -156,15 +173,53 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
     expect(await redis.dbsize()).toBe(0);
   });
 
+  it('refuses every unknown option by name, and points Redisson names to ours, before anything is written', async () => {
+    const lock = redisson.getLock('named');
+    const refusal = (call: () => unknown) =>
+      (async () => call())().then(
+        () => null,
+        (error: unknown) => error as InvalidOptionError,
+      );
+    const cases: [call: () => unknown, option: string, hint: RegExp][] = [
+      [() => lock.tryLock({ timeout: 1 } as never), 'timeout', /`wait` \(in ms, tryLock only\) instead/],
+      [() => lock.tryLock({ waitTime: 1_000, threadId: 1 } as never), 'waitTime', /`wait`/],
+      [() => lock.lock({ leaseTime: 1_000, threadId: 1 } as never), 'leaseTime', /`lease` \(in ms\) instead/],
+      [() => lock.lock({ wait: 1_000, threadId: 1 } as never), 'wait', /`tryLock\(\{ wait \}\)`/],
+      [() => lock.lock({ unit: 'SECONDS', threadId: 1 } as never), 'unit', /every duration is in ms/],
+      [
+        () => lock.tryLock({ threadId: 1, leese: 5 } as never),
+        'leese',
+        /one of the tryLock options: wait, lease/,
+      ],
+      [() => lock.unlock({ threadId: 1, lease: 5 } as never), 'lease', /unlock options: threadId/],
+      [() => lock.getHoldCount({ thread: 1 } as never), 'thread', /threadId/],
+      [() => lock.lock('fast' as never), 'options', /an object/],
+      [
+        () => redisson.getFencedLock('named').lockAndGetToken({ leaseTime: 1 } as never),
+        'leaseTime',
+        /`lease`/,
+      ],
+      [() => createRedisson({ redis, nameMapper: {} } as never), 'nameMapper', /`prefix`/],
+      [() => createRedisson({ redis, timeout: 3_000 } as never), 'timeout', /`commandTimeout`/],
+    ];
+    for (const [call, option, hint] of cases) {
+      const error = await refusal(call);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error?.option).toBe(option);
+      expect(error?.message).toMatch(hint);
+    }
+    expect(await redis.dbsize()).toBe(0);
+  });
+
   it('the watchdog keeps a lock taken without a lease alive past its lease', async () => {
     const short = createRedisson({ redis, lockWatchdogTimeout: 1_500 });
     const lock = short.getLock('watched');
-    await lock.lock();
+    await lock.lock({ threadId: 1 });
     // Renewed every 500 ms; without renewal the 1.5 s lease would be gone after 3 s.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(await lock.isLocked()).toBe(true);
     expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
-    await lock.unlock();
+    await lock.unlock({ threadId: 1 });
     await short.shutdown();
   });
 
@@ -183,12 +238,12 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
         };
         lockEvents.lost.subscribe(onLost);
       });
-      await lock.lock();
+      await lock.lock({ threadId: 1 });
       expect(await redisson.getLock('lost').forceUnlock()).toBe(true);
       // The next renewal (every 200 ms) finds the field gone: the hold is lost, the key not re-created.
       expect(await noticed).toMatchObject({ reason: 'taken' });
       expect(await redis.exists('lost')).toBe(0);
-      await expect(lock.unlock()).rejects.toBeInstanceOf(NotOwnerError);
+      await expect(lock.unlock({ threadId: 1 })).rejects.toBeInstanceOf(NotOwnerError);
     } finally {
       await short.shutdown();
       process.off('unhandledRejection', onUnhandled);

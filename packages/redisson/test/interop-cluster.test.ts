@@ -30,11 +30,11 @@ describe('on a cluster', () => {
       expect(() => redisson.getFairLock(bad)).toThrow(/hash tag/);
     }
     const tagged = redisson.getFairLock('{orders}:42');
-    await tagged.lock();
+    await tagged.lock({ threadId: 1 });
     expect(Object.entries(await redis.hgetall('{orders}:42'))).toEqual([
       [expect.stringMatching(new RegExp(`^${redisson.id}:\\d+$`)), '1'],
     ]);
-    await tagged.unlock();
+    await tagged.unlock({ threadId: 1 });
     expect(await tagged.isLocked()).toBe(false);
   });
 
@@ -55,9 +55,9 @@ describe('on a cluster', () => {
     listener.on('smessage', (channel: string, message: string) => messages.push([channel, message]));
     await listener.ssubscribe('redisson_lock__channel:{orders:42}');
     const lock = redisson.getLock(name);
-    await lock.lock();
+    await lock.lock({ threadId: 1 });
     expect(await redis.pttl(name)).toBeGreaterThan(29_000);
-    await lock.unlock();
+    await lock.unlock({ threadId: 1 });
     // An SSUBSCRIBE client sees only SPUBLISH; PUBLISH would not reach it.
     await expect
       .poll(() => messages, { timeout: 5_000 })

@@ -53,6 +53,16 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     expect(keys[name]!.pttl).toBeGreaterThan(29_000); // re-entry resets the lease
   });
 
+  it('a re-entry with a shorter lease keeps the longer TTL and answers it; a partial unlock never shortens it', async () => {
+    expect(await protocol.acquire(redis, name, us, 30_000)).not.toHaveProperty('ttl');
+    const again = await protocol.acquire(redis, name, us, 1_000);
+    expect(again).toMatchObject({ acquired: true, holds: 2, fence: 1, token: '1000' });
+    expect(again.acquired && again.ttl).toBeGreaterThan(29_000);
+    expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+    expect(await protocol.release(redis, name, us, '1000')).toBe('held');
+    expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+  });
+
   it('a contender is refused with the holder PTTL and nothing changes', async () => {
     await protocol.acquire(redis, name, us, 30_000);
     const before = await dump(redis);

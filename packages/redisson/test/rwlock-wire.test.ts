@@ -8,6 +8,11 @@ import { useRedis } from './helpers/server.js';
 const name = 'orders:42';
 const channel = 'redisson_rwlock:{orders:42}';
 const timeoutKey = (owner: string, n: number) => `{orders:42}:${owner}:rwlock_timeout:${n}`;
+/** A reader's fence, kept for its re-entries: a key Redisson never reads. */
+const fenceKey = (owner: string) => `{orders:42}:${owner}:rwlock_fence`;
+/** The fence counter the RLock of the same name uses (never expires). */
+const counter = 'redisson_lock_token:{orders:42}';
+const counterAt = (value: number) => ({ [counter]: { type: 'string', pttl: -1, value: String(value) } });
 
 describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A §3)', () => {
   const context = useRedis();
@@ -24,11 +29,16 @@ describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A 
   });
 
   it('readers share the hash (mode "read") with one timeout key per read hold; a writer is refused', async () => {
-    expect(await read.acquire(redis, name, a, 30_000)).toMatchObject({ acquired: true, holds: 1 });
-    expect(await read.acquire(redis, name, b, 30_000)).toMatchObject({ acquired: true, holds: 1 });
-    expect(await read.acquire(redis, name, a, 30_000)).toMatchObject({ acquired: true, holds: 2 });
+    expect(await read.acquire(redis, name, a, 30_000)).toMatchObject({ acquired: true, holds: 1, fence: 1 });
+    expect(await read.acquire(redis, name, b, 30_000)).toMatchObject({ acquired: true, holds: 1, fence: 2 });
+    // A re-entry keeps its hold's fence, though another reader drew since.
+    expect(await read.acquire(redis, name, a, 30_000)).toMatchObject({ acquired: true, holds: 2, fence: 1 });
     const keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name, timeoutKey(a, 1), timeoutKey(a, 2), timeoutKey(b, 1)].sort());
+    expect(Object.keys(keys)).toEqual(
+      [name, timeoutKey(a, 1), timeoutKey(a, 2), timeoutKey(b, 1), fenceKey(a), fenceKey(b), counter].sort(),
+    );
+    expect(keys[fenceKey(a)]).toMatchObject({ type: 'string', value: '1' });
+    expect(keys[counter]).toEqual(counterAt(2)[counter]);
     expect(keys[name]).toMatchObject({ type: 'hash', value: { mode: 'read', [a]: '2', [b]: '1' } });
     for (const key of [name, timeoutKey(a, 1), timeoutKey(a, 2), timeoutKey(b, 1)]) {
       expect(keys[key]!.pttl).toBeGreaterThan(29_000);
@@ -49,35 +59,52 @@ describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A 
     expect(await read.release(redis, name, a, '30000')).toBe('held');
     expect(await read.release(redis, name, a, '30000')).toBe('held');
     const left = await dump(redis);
-    expect(Object.keys(left)).toEqual([name, timeoutKey(b, 1)].sort());
+    expect(Object.keys(left)).toEqual([name, timeoutKey(b, 1), fenceKey(b), counter].sort());
     expect(left[name]!.value).toEqual({ mode: 'read', [b]: '1' });
     expect(left[name]!.pttl).toBeLessThanOrEqual(3_000);
     expect(await published.take()).toEqual([]);
     expect(await read.release(redis, name, b, '30000')).toBe('released');
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(2));
     expect(await published.take()).toEqual([{ channel, message: '0' }]);
   });
 
+  it("a reader's renewal never shortens the hash below another reader's longer fixed lease", async () => {
+    await read.acquire(redis, name, b, 60_000);
+    await read.acquire(redis, name, a, 30_000);
+    expect(await read.extend(redis, name, a, '30000', 30_000)).toBe('30000');
+    expect(await redis.pttl(name)).toBeGreaterThan(59_000);
+    // A's partial leave recomputes the TTL from the timeout keys: B's still counts.
+    expect(await read.release(redis, name, a, '30000')).toBe('held');
+    expect(await redis.pttl(name)).toBeGreaterThan(59_000);
+  });
+
   it('the writer field ends with ":write", re-entry adds the lease to the TTL, release publishes "1"', async () => {
-    expect(await write.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 1 });
+    expect(await write.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 1, fence: 1 });
     let keys = await dump(redis);
     expect(keys[name]).toMatchObject({ type: 'hash', value: { mode: 'write', [`${c}:write`]: '1' } });
-    expect(await write.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 2 });
+    const again = await write.acquire(redis, name, c, 30_000);
+    // The reply carries the TTL the server will honour, longer than the lease asked for.
+    expect(again).toMatchObject({ acquired: true, holds: 2, fence: 1 });
+    expect(again.acquired && again.ttl).toBeGreaterThan(59_000);
     keys = await dump(redis);
     expect(keys[name]!.value).toEqual({ mode: 'write', [`${c}:write`]: '2' });
     expect(keys[name]!.pttl).toBeGreaterThan(59_000);
     expect((await read.acquire(redis, name, a, 30_000)).acquired).toBe(false);
+    // A partial unlock re-applies the lease but never shortens what the remaining hold was promised.
     expect(await write.release(redis, name, c, '30000')).toBe('held');
-    expect(await redis.pttl(name)).toBeLessThanOrEqual(30_000);
+    expect(await redis.pttl(name)).toBeGreaterThan(59_000);
     expect(await published.take()).toEqual([]);
     expect(await write.release(redis, name, c, '30000')).toBe('released');
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(1));
     expect(await published.take()).toEqual([{ channel, message: '1' }]);
   });
 
   it('downgrade: the writer takes a read hold, and its write release flips mode to "read" silently', async () => {
     await write.acquire(redis, name, c, 30_000);
-    expect(await read.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 1 });
+    // Nested in the write hold, the read hold carries the writer's fence and draws none.
+    expect(await read.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 1, fence: 1 });
+    expect(await write.acquire(redis, name, c, 30_000)).toMatchObject({ acquired: true, holds: 2, fence: 1 });
+    await write.release(redis, name, c, '30000');
     let keys = await dump(redis);
     expect(keys[name]!.value).toEqual({ mode: 'write', [`${c}:write`]: '1', [c]: '1' });
     expect(keys[timeoutKey(c, 1)]).toMatchObject({ type: 'string', value: '1' });
@@ -85,8 +112,12 @@ describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A 
     keys = await dump(redis);
     expect(keys[name]!.value).toEqual({ mode: 'read', [c]: '1' });
     expect(await published.take()).toEqual([]);
+    expect(await read.acquire(redis, name, c, 30_000)).toMatchObject({ holds: 2, fence: 1 });
+    expect(await read.acquire(redis, name, a, 30_000)).toMatchObject({ holds: 1, fence: 2 });
+    await read.release(redis, name, a, '30000');
+    await read.release(redis, name, c, '30000');
     expect(await read.release(redis, name, c, '30000')).toBe('released');
-    expect(await dump(redis)).toEqual({});
+    expect(await dump(redis)).toEqual(counterAt(2));
     expect(await published.take()).toEqual([{ channel, message: '0' }]);
   });
 
@@ -100,8 +131,11 @@ describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A 
       { channel, message: '0' },
       { channel, message: '1' },
     ]);
-    // The stale timeout key keeps its own TTL; nothing is left without one.
-    expect(Object.values(await dump(redis)).every((key) => key.pttl > 0)).toBe(true);
+    // The stale timeout and fence keys keep their own TTL; nothing but the counter is left without one.
+    const { [counter]: fences, ...left } = await dump(redis);
+    expect(fences).toEqual(counterAt(1)[counter]);
+    expect(Object.keys(left)).toEqual([fenceKey(c), timeoutKey(c, 1)].sort());
+    expect(Object.values(left).every((key) => key.pttl > 0)).toBe(true);
   });
 
   it('forceUnlock frees only the half whose mode the hash is in', async () => {
@@ -141,7 +175,7 @@ describe('read-write lock wire format (protocols/redisson.md §3 and Appendix A 
       await write.release(redis, name, c, '30000');
       await write.release(redis, name, c, '30000');
       expect(await latches()).toEqual(['0', '1']);
-      expect(await dump(redis)).toEqual({});
+      expect(await dump(redis)).toEqual(counterAt(2));
     } finally {
       scripts.stop();
     }

@@ -23,6 +23,11 @@ export interface RedisServerOptions {
   sentinel?: boolean;
   /** Milliseconds to wait for "Ready to accept connections". Default: `10_000`. */
   startTimeout?: number;
+  /**
+   * Extra environment variables of the process, e.g. a `SkewClock`'s `env` to run its wall clock
+   * ahead or behind. Default: none (the test process's environment as is).
+   */
+  env?: Readonly<Record<string, string>>;
 }
 
 /** A host and port, as ioredis wants sentinel addresses and cluster startup nodes. */
@@ -158,7 +163,8 @@ export class RedisServer {
   private async spawn(binary: string): Promise<void> {
     // A sentinel rewrites its own file, so its directives go there once, not on every start.
     if (this.options.sentinel) writeSentinelConfig(this.dir, this.options.config ?? {});
-    const child = spawn(binary, this.args(), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = this.options.env ? { ...process.env, ...this.options.env } : process.env;
+    const child = spawn(binary, this.args(), { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.child = child;
     const pid = child.pid;
     if (pid) {

@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  bounded,
+  DEFAULT_COMMAND_TIMEOUT,
   type Lock as HeldLock,
   InvalidOptionError,
   LockBusyError,
   type Locker,
   type RedisClient,
 } from '@lock/core';
-import type { ThinkEnv } from './env.js';
+import { ThinkEnv } from './env.js';
 import { clientFor, closeEnvClients, lockerFor } from './lockers.js';
 import { checkSettings, type LockSettings } from './settings.js';
 import { strictAcquire, strictRelease } from './strict.js';
@@ -36,9 +38,83 @@ export interface LockOptions {
   readonly skewMargin?: number;
   /** The host clock in whole Unix seconds, as PHP's `time()`; strict mode only. Default: from `Date.now()`. */
   readonly time?: () => number;
+  /**
+   * How long one round trip to Redis may take, in ms: an attempt that Redis does not answer in
+   * time (down, frozen, partitioned) makes `lock()` reject with `LockUnavailableError`, and so
+   * does `unlock()`. Default: `500`.
+   */
+  readonly commandTimeout?: number;
 }
 
-const OPTION_NAMES = ['redis', 'env', 'expire', 'retryMax', 'sleep', 'strict', 'skewMargin', 'time'];
+const OPTION_NAMES = [
+  'redis',
+  'env',
+  'expire',
+  'retryMax',
+  'sleep',
+  'strict',
+  'skewMargin',
+  'time',
+  'commandTimeout',
+];
+
+/** Names a PHP (or Redisson, or redlock) user may reach for, and the option this class calls it. */
+const RENAMED: Readonly<Record<string, string>> = {
+  LOCK_EXPIRE: '`expire` (whole seconds)',
+  lockExpire: '`expire` (whole seconds)',
+  ttl: '`expire` (whole seconds)',
+  lease: '`expire` (whole seconds)',
+  timeout: '`expire` (whole seconds)',
+  LOCK_RETRY_MAX: '`retryMax`',
+  retry: '`retryMax`',
+  retries: '`retryMax`',
+  retryCount: '`retryMax`',
+  LOCK_SLEEP: '`sleep` (seconds)',
+  retryDelay: '`sleep` (seconds)',
+  wait: '`retryMax` and `sleep` (lock() makes retryMax attempts, sleep seconds apart)',
+};
+
+/** Refuses, before anything is written, an option this class does not have, naming it and what to use instead. */
+function checkOptions(options: unknown): asserts options is LockOptions {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', options, 'an object');
+  for (const [name, value] of Object.entries(options)) {
+    if (OPTION_NAMES.includes(name)) continue;
+    const instead = RENAMED[name];
+    throw new InvalidOptionError(
+      name,
+      value,
+      instead === undefined
+        ? `one of ${OPTION_NAMES.join(', ')}`
+        : `${instead} instead; the options are ${OPTION_NAMES.join(', ')}`,
+    );
+  }
+  const { redis, env, strict, time, commandTimeout } = options as LockOptions;
+  if (redis === undefined && env === undefined) {
+    throw new InvalidOptionError('redis', undefined, 'an ioredis client, or an `env` from loadThinkEnv()');
+  }
+  if (
+    redis !== undefined &&
+    (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function')
+  )
+    throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
+  if (env !== undefined && !(env instanceof ThinkEnv))
+    throw new InvalidOptionError('env', env, 'a ThinkEnv from loadThinkEnv() or parseThinkEnv()');
+  if (strict !== undefined && typeof strict !== 'boolean')
+    throw new InvalidOptionError('strict', strict, 'a boolean');
+  if (time !== undefined && typeof time !== 'function')
+    throw new InvalidOptionError('time', time, 'a function answering whole Unix seconds');
+  if (
+    commandTimeout !== undefined &&
+    (!Number.isInteger(commandTimeout) || commandTimeout <= 0 || commandTimeout >= 2 ** 31)
+  ) {
+    throw new InvalidOptionError(
+      'commandTimeout',
+      commandTimeout,
+      'a positive integer number of ms below 2^31',
+    );
+  }
+}
 
 /**
  * The ThinkPHP service `Lock` of seed 001, sharing keys with PHP processes that run it. By
@@ -63,28 +139,24 @@ export class Lock {
   /** The legacy-protocol locker of the default mode; null in strict mode. */
   private readonly locker: Locker | null;
   private readonly time: () => number;
+  private readonly commandTimeout: number;
   private held: HeldLock | null = null;
 
   constructor(
     readonly key: string,
     options: LockOptions,
   ) {
-    if (typeof options !== 'object' || options === null)
-      throw new InvalidOptionError('options', options, 'an object');
-    for (const name of Object.keys(options)) {
-      if (!OPTION_NAMES.includes(name))
-        throw new InvalidOptionError(name, options[name as keyof LockOptions], OPTION_NAMES.join(', '));
-    }
-    if (options.redis === undefined && options.env === undefined) {
-      throw new InvalidOptionError('redis', undefined, 'an ioredis client, or an `env` from loadThinkEnv()');
-    }
+    checkOptions(options);
     const constants = new.target as typeof Lock;
     this.LOCK_EXPIRE = options.expire ?? constants.LOCK_EXPIRE;
     this.LOCK_RETRY_MAX = options.retryMax ?? constants.LOCK_RETRY_MAX;
     this.LOCK_SLEEP = options.sleep ?? constants.LOCK_SLEEP;
     checkSettings(this.settings());
+    this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.redis = options.redis ?? clientFor(options.env!);
-    this.locker = options.strict ? null : lockerFor(this.redis, options.skewMargin ?? 2_000);
+    this.locker = options.strict
+      ? null
+      : lockerFor(this.redis, options.skewMargin ?? 2_000, this.commandTimeout);
     this.time = options.time ?? (() => Math.floor(Date.now() / 1000));
   }
 
@@ -102,7 +174,12 @@ export class Lock {
   /** Default mode: releases this lock's own hold only. Strict mode: the PHP release. */
   async unlock(): Promise<void> {
     if (!this.locker) {
-      await strictRelease(this.redis, this.key, this.time());
+      await bounded(
+        strictRelease(this.redis, this.key, this.time()),
+        this.commandTimeout,
+        this.key,
+        'release',
+      );
       return;
     }
     const held = this.held;
@@ -161,7 +238,12 @@ export class Lock {
   private async lockStrict({ expire, retryMax, sleep: pause }: LockSettings): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       const now = this.time();
-      const code = await strictAcquire(this.redis, this.key, expire, now);
+      const code = await bounded(
+        strictAcquire(this.redis, this.key, expire, now),
+        this.commandTimeout,
+        this.key,
+        'acquire',
+      );
       if (code === 0) return true;
       if (attempt >= retryMax) return false;
       // PHP's sleep() takes whole seconds: sleep(0.3) sleeps 0 s (B7).

@@ -1,24 +1,37 @@
-import { createLocker, type Locker, legacyProtocol, type RedisClient } from '@lock/core';
+import {
+  bounded,
+  createLocker,
+  DEFAULT_COMMAND_TIMEOUT,
+  type Locker,
+  legacyProtocol,
+  type RedisClient,
+} from '@lock/core';
 import type { Redis } from 'ioredis';
 import { connectThinkRedis } from './connection.js';
 import type { ThinkEnv } from './env.js';
 
-// Lock objects are as cheap as the PHP ones: they share one locker per connection and skew
-// margin, and `{ env }` locks share one connection per env.
-const lockers = new WeakMap<RedisClient, Map<number, Locker>>();
+// Lock objects are as cheap as the PHP ones: they share one locker per connection, skew margin
+// and command timeout, and `{ env }` locks share one connection per env.
+const lockers = new WeakMap<RedisClient, Map<string, Locker>>();
 const envClients = new Map<ThinkEnv, Redis>();
 
 /** The legacy-protocol locker (seconds, exact key bytes) for a connection. */
-export function lockerFor(redis: RedisClient, skewMargin: number): Locker {
-  let byMargin = lockers.get(redis);
-  if (!byMargin) {
-    byMargin = new Map();
-    lockers.set(redis, byMargin);
+export function lockerFor(redis: RedisClient, skewMargin: number, commandTimeout: number): Locker {
+  let bySettings = lockers.get(redis);
+  if (!bySettings) {
+    bySettings = new Map();
+    lockers.set(redis, bySettings);
   }
-  let locker = byMargin.get(skewMargin);
+  const settings = `${skewMargin}/${commandTimeout}`;
+  let locker = bySettings.get(settings);
   if (!locker) {
-    locker = createLocker({ redis, protocol: legacyProtocol({ unit: 's', skewMargin }), prefix: '' });
-    byMargin.set(skewMargin, locker);
+    locker = createLocker({
+      redis,
+      protocol: legacyProtocol({ unit: 's', skewMargin }),
+      prefix: '',
+      commandTimeout,
+    });
+    bySettings.set(settings, locker);
   }
   return locker;
 }
@@ -41,7 +54,9 @@ export async function closeEnvClients(): Promise<void> {
     clients.map(async (client) => {
       for (const locker of lockers.get(client)?.values() ?? []) await locker.close();
       lockers.delete(client);
-      await client.quit();
+      // QUIT lets what is queued finish; a frozen server never answers it, so it is bounded.
+      await bounded(client.quit(), DEFAULT_COMMAND_TIMEOUT, 'env connection', 'disconnect').catch(() => {});
+      client.disconnect();
     }),
   );
 }

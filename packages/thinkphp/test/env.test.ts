@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidOptionError } from '@lock/core';
@@ -70,14 +70,18 @@ describe('a Lock connected from a .env file', () => {
 
   it('locks on the server and database the file names', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'thinkphp-env-'));
-    const path = join(dir, '.env');
-    writeFileSync(path, `[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\nAUTH =\nDATABASE = 3\n`);
-    const env = loadThinkEnv(path, {});
-    const lock = new Lock('lock_goods:300', { env });
-    expect(await lock.lock()).toBe(true);
-    const redis = server.client({ db: 3 });
-    expect(await redis.get('lock_goods:300')).toMatch(/^\d{10}$/);
-    await lock.unlock();
-    expect(await redis.exists('lock_goods:300')).toBe(0);
+    try {
+      const path = join(dir, '.env');
+      writeFileSync(path, `[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\nAUTH =\nDATABASE = 3\n`);
+      const env = loadThinkEnv(path, {});
+      const lock = new Lock('lock_goods:300', { env });
+      expect(await lock.lock()).toBe(true);
+      const redis = server.client({ db: 3 });
+      expect(await redis.get('lock_goods:300')).toMatch(/^\d{10}$/);
+      await lock.unlock();
+      expect(await redis.exists('lock_goods:300')).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

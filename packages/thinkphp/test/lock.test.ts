@@ -58,6 +58,34 @@ describe('Lock (default mode)', () => {
     expect(() => new Lock('k', { redis: t.redis, sleep: -1 })).toThrow(/"LOCK_SLEEP": -1/);
     expect(() => new Lock('k', { redis: t.redis, expire: 0 })).toThrow(/"LOCK_EXPIRE": 0/);
     expect(() => new Lock('k', { redis: t.redis, tll: 1 } as never)).toThrow(/"tll"/);
+    // Names from the PHP class, Redisson or redlock are refused with the option to use instead.
+    for (const [name, instead] of [
+      ['LOCK_EXPIRE', '`expire`'],
+      ['ttl', '`expire`'],
+      ['timeout', '`expire`'],
+      ['LOCK_RETRY_MAX', '`retryMax`'],
+      ['retryCount', '`retryMax`'],
+      ['LOCK_SLEEP', '`sleep`'],
+      ['retryDelay', '`sleep`'],
+      ['wait', '`retryMax` and `sleep`'],
+    ] as const) {
+      const error = (() => {
+        try {
+          return new Lock('k', { redis: t.redis, [name]: 5 } as never);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option: name, value: 5 });
+      expect((error as Error).message).toContain(instead);
+      expect((error as Error).message).toContain('instead');
+    }
+    expect(() => new Lock('k', { redis: t.redis, strict: 'false' } as never)).toThrow(/"strict": "false"/);
+    expect(() => new Lock('k', { redis: t.redis, time: 5 } as never)).toThrow(/"time": 5/);
+    expect(() => new Lock('k', { redis: t.redis, commandTimeout: 0 })).toThrow(/"commandTimeout": 0/);
+    expect(() => new Lock('k', { redis: {} as never })).toThrow(/"redis"/);
+    expect(() => new Lock('k', { env: { REDIS_HOST: 'x' } as never })).toThrow(/"env"/);
     expect(() => new Lock('k', { redis: t.redis, skewMargin: -5 })).toThrow(/"skewMargin": -5/);
     expect(() => new Lock('k', {})).toThrow(InvalidOptionError);
     const lock = new Lock('k', { redis: t.redis, strict: true });

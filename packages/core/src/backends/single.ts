@@ -1,9 +1,10 @@
-import type { BackendExtension, LockBackend } from '../backend.js';
+import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js';
 import { ReplicationError } from '../errors.js';
 import { keySlot } from '../hash-tag.js';
 import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
+import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { ReleaseListener } from './release-listener.js';
 import { replicationGate } from './replication.js';
 
@@ -22,6 +23,13 @@ export interface SingleBackendOptions {
    * own, closed with it.
    */
   readonly subscriber?: ReleaseListener;
+  /**
+   * Before the first acquisition, read the server's `maxmemory-policy`: with anything but
+   * `noeviction` Redis may evict held locks or fence counters. `'warn'` (once per server,
+   * `process.emitWarning`), `'refuse'` (every acquisition rejects with `UnsafeServerError`) or
+   * `'ignore'`. Default: `'warn'`.
+   */
+  readonly eviction?: EvictionCheck;
 }
 
 /** Renewals of this many locks share one script call. */
@@ -40,6 +48,7 @@ export function singleBackend(
 ): LockBackend {
   const listener = options.subscriber ?? new ReleaseListener(redis);
   const confirmReplicas = replicationGate(redis, options.replication ?? 'auto');
+  const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
     token === null ? null : { token, validity: ttl - clockDrift(ttl) };
@@ -49,6 +58,8 @@ export function singleBackend(
     cluster,
 
     async acquire(resource, owner, ttl, context) {
+      const unchecked = checkEviction(resource);
+      if (unchecked) await unchecked;
       const reply = await protocol.acquire(redis, resource, owner, ttl, context).catch((error: unknown) => {
         // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
         if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
@@ -107,7 +118,7 @@ export function singleBackend(
 
     listen: (resource, waiter, onRelease) =>
       listener.listen(protocol.channel(resource, waiter), (message) => {
-        if (protocol.isReleaseMessage?.(message) ?? true) onRelease(protocol.wakesAll?.(message) ?? false);
+        if (protocol.isReleaseMessage?.(message) ?? true) onRelease(releaseNotice(protocol, message));
       }),
 
     close: async () => {
@@ -134,4 +145,9 @@ function batchesOf(items: readonly RenewalItem[], protocol: LockProtocol, cluste
     for (let i = 0; i < members.length; i += RENEWAL_CHUNK) batches.push(members.slice(i, i + RENEWAL_CHUNK));
   }
   return batches;
+}
+
+/** Whom a release message of `protocol` wakes. */
+export function releaseNotice(protocol: LockProtocol, message: string): ReleaseNotice {
+  return { all: protocol.wakesAll?.(message) ?? false, to: protocol.addressee?.(message) };
 }

@@ -20,19 +20,30 @@ export function withDeadline<T>(
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      reject(new CommandTimeoutError(timeout));
-    }, timeout);
+    let settled = false;
+    // Timers run before I/O in each turn of the event loop: after a stall of our own process the
+    // timer would fire while the answer already waits to be read. The verdict waits for the
+    // check phase, after pending I/O, so only a call Redis really has not answered times out.
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (settled) return;
+          timedOut = true;
+          reject(new CommandTimeoutError(timeout));
+        }),
+      timeout,
+    );
     call.then(
       (value) => {
         if (!timedOut) {
+          settled = true;
           clearTimeout(timer);
           resolve(value);
         } else late?.({ status: 'fulfilled', value });
       },
       (reason: unknown) => {
         if (!timedOut) {
+          settled = true;
           clearTimeout(timer);
           reject(reason);
         } else late?.({ status: 'rejected', reason });
@@ -49,11 +60,26 @@ export function withDeadline<T>(
 export function isUnreachable(error: unknown): boolean {
   if (error instanceof LockUnavailableError || error instanceof CommandTimeoutError) return true;
   if (error instanceof LockError) return false;
-  return !(error instanceof Error && error.name === 'ReplyError');
+  if (!(error instanceof Error) || error.name !== 'ReplyError') return true;
+  // A refused login leaves the connection unusable, whatever the command was.
+  return /^(WRONGPASS|NOAUTH)/.test(error.message);
+}
+
+/**
+ * Strips the arguments ioredis attaches to a failed command (`error.command.args`): they hold
+ * owner tokens (which release and extend a lock) and, for a refused login, the password.
+ */
+export function redacted<E>(error: E): E {
+  const command = (error as { command?: { name?: unknown; args?: unknown } } | null)?.command;
+  if (command && typeof command === 'object' && 'args' in command) {
+    (error as { command: unknown }).command = { name: command.name };
+  }
+  return error;
 }
 
 /** The error a call that could not reach Redis rejects with: `LockUnavailableError`, the failure as `cause`. */
 export function unavailable(error: unknown, key: string, operation: string): unknown {
+  redacted(error);
   if (error instanceof LockUnavailableError || !isUnreachable(error)) return error;
   return new LockUnavailableError(key, operation, { cause: error });
 }

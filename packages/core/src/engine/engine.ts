@@ -14,8 +14,17 @@ import {
 import type { AttemptContext, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { bounded, isUnreachable, unavailable, withDeadline } from './deadline.js';
-import { acquireTracing, channels, type LockEventName } from './events.js';
+import { bounded, isUnreachable, redacted, unavailable, withDeadline } from './deadline.js';
+import {
+  type AcquireEvent,
+  type AcquireTraceContext,
+  acquireTracing,
+  channels,
+  type ExtendEvent,
+  type LockEvent,
+  type LostEvent,
+  type ReleaseEvent,
+} from './events.js';
 import { LockHandle } from './handle.js';
 import { Hold, holdId } from './hold.js';
 import {
@@ -102,6 +111,8 @@ interface Request {
 
 /** Owners this process has made: each fresh acquisition is an owner of its own. */
 let lastOwner = 0;
+/** Attempts this process has sent. */
+let lastAttempt = 0;
 
 /**
  * Turns a backend (a protocol on a topology) into a `Locker`: validation, waiting woken by
@@ -114,6 +125,8 @@ export function createEngine(backend: LockBackend, options: EngineOptions = {}):
 
 class Engine implements Locker {
   readonly id: string;
+  /** Short random prefix of this locker's attempt ids. */
+  private readonly tag = randomUUID().slice(0, 8);
   private readonly prefix: string;
   private readonly ttl: number;
   private readonly wait: number;
@@ -155,7 +168,7 @@ class Engine implements Locker {
   }
 
   async acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
-    return this.traced(this.request(key, options), (request) => this.run(request));
+    return this.traced(this.request(key, options), (request, trace) => this.run(request, trace));
   }
 
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
@@ -164,9 +177,9 @@ class Engine implements Locker {
       ACQUIRE_OPTIONS.filter((name) => name !== 'wait'),
       'tryAcquire options',
     );
-    return this.traced(this.request(key, { ...options, wait: 0 }), async (request) => {
+    return this.traced(this.request(key, { ...options, wait: 0 }), async (request, trace) => {
       try {
-        return await this.run(request);
+        return await this.run(request, trace);
       } catch (error) {
         if (error instanceof LockBusyError) return null;
         throw error;
@@ -305,6 +318,11 @@ class Engine implements Locker {
         );
       } catch (error) {
         hold.handles += 1;
+        this.emit('release', hold, () => ({
+          held: this.clock() - hold.acquiredAt,
+          result: 'error' as const,
+          error,
+        }));
         throw unavailable(error, hold.key, 'release');
       }
       // A retry after a release that timed out but landed: that earlier release freed the lock.
@@ -339,6 +357,12 @@ class Engine implements Locker {
     };
   }
 
+  /** Unique across processes: this locker's random tag and a counter. */
+  private attemptId(): string {
+    lastAttempt += 1;
+    return `${this.tag}${lastAttempt.toString(36)}`;
+  }
+
   private newOwner(): string {
     lastOwner += 1;
     return `${this.id}:${lastOwner}`;
@@ -349,15 +373,18 @@ class Engine implements Locker {
   }
 
   /** Runs one acquire call inside `acquireTracing` when someone subscribes to it (and directly otherwise). */
-  private traced<T>(request: Request, call: (request: Request) => Promise<T>): Promise<T> {
+  private traced<T>(
+    request: Request,
+    call: (request: Request, trace?: AcquireTraceContext) => Promise<T>,
+  ): Promise<T> {
     if (!acquireTracing.hasSubscribers) return call(request);
-    const context = {
+    const context: AcquireTraceContext = {
       key: request.key,
       protocol: this.backend.protocol.name,
       ttl: request.ttl,
       wait: request.wait,
     };
-    return acquireTracing.tracePromise(() => call(request), context);
+    return acquireTracing.tracePromise(() => call(request, context), context);
   }
 
   /**
@@ -390,30 +417,40 @@ class Engine implements Locker {
   }
 
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
-  private async run(request: Request): Promise<Lock> {
+  private async run(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
     if (this.closing.signal.aborted) throw new LockerClosedError();
     const linked = request.signal ? linkSignals(request.signal, this.closing.signal) : undefined;
     const signal = linked?.signal ?? this.closing.signal;
     const started = this.clock();
-    const waiter: Waiter = { notified: false, wake: undefined };
-    const context = { wait: request.wait, fresh: request.fresh };
+    const waiter: Waiter = { owner: request.owner, notified: false, wake: undefined };
+    // A call that may wait is queued by formats that queue waiters, for as long as its next
+    // attempt may take to come (the longest backoff plus two round trips).
+    const queueLease = request.wait > 0 ? request.retry.max + 2 * this.timeout : 0;
+    const context: AttemptContext = { wait: request.wait, fresh: request.fresh, queueLease };
+    const later: AttemptContext = { ...context, queued: queueLease > 0 };
     let channel: string | undefined;
     let attempts = 0;
+    let handoff = false;
     const call: AcquireCall = { acquired: false, settled: false, lateToken: undefined };
     let unreachable: LockUnavailableError | undefined;
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         attempts += 1;
+        handoff = waiter.notified;
         waiter.notified = false;
         const sentAt = this.clock();
         let attempt: BackendAttempt;
         try {
-          attempt = await this.attempt(request, context, call);
+          attempt = await this.attempt(
+            request,
+            { ...(attempts === 1 ? context : later), attempt: this.attemptId() },
+            call,
+          );
           unreachable = undefined;
         } catch (error) {
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
-          if (!isUnreachable(error)) throw error;
+          if (!isUnreachable(error)) throw redacted(error);
           unreachable = unavailable(error, request.key, 'acquire') as LockUnavailableError;
           if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
@@ -422,7 +459,7 @@ class Engine implements Locker {
         if (attempt.acquired) {
           if (!signal.aborted && this.clock() < sentAt + attempt.validity) {
             call.acquired = true;
-            return this.grant(request, attempt, sentAt, started, attempts);
+            return this.grant(request, attempt, sentAt, started, attempts, handoff);
           }
           await this.undo(request, attempt.token);
           if (signal.aborted) throw signal.reason;
@@ -465,6 +502,10 @@ class Engine implements Locker {
       throw error;
     } finally {
       call.settled = true;
+      if (trace) {
+        trace.attempts = attempts;
+        trace.waited = this.clock() - started;
+      }
       if (!call.acquired && call.lateToken !== undefined) await this.undo(request, call.lateToken);
       linked?.dispose();
       if (channel !== undefined) this.queues.leave(channel, waiter);
@@ -509,6 +550,7 @@ class Engine implements Locker {
     sentAt: number,
     started: number,
     attempts: number,
+    handoff: boolean,
   ): Lock {
     const id = holdId(request.resource, request.owner);
     const existing = this.holds.get(id);
@@ -544,6 +586,7 @@ class Engine implements Locker {
       holds: reply.holds,
       waited: this.clock() - started,
       attempts,
+      handoff,
     }));
     return new LockHandle(this, hold, reply.fence, reply.holds);
   }
@@ -559,7 +602,7 @@ class Engine implements Locker {
     hold.lose(new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause }));
     this.watchdog.forget(hold);
     if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
-    this.emit('lost', hold, () => ({ reason, error: hold.lost }));
+    this.emit('lost', hold, () => ({ reason, error: hold.lost! }));
   }
 
   private forget(hold: Hold): void {
@@ -568,7 +611,11 @@ class Engine implements Locker {
   }
 
   /** `details` is only built when someone listens: events cost nothing on the hot path otherwise. */
-  private emit(name: LockEventName, hold: Hold, details: () => object): void {
+  private emit<Name extends keyof HoldEvents>(
+    name: Name,
+    hold: Hold,
+    details: () => Omit<HoldEvents[Name], keyof LockEvent>,
+  ): void {
     if (!channels[name].hasSubscribers) return;
     channels[name].publish({
       key: hold.key,
@@ -580,6 +627,14 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
+
+/** The payload of each per-hold event. */
+interface HoldEvents {
+  acquire: AcquireEvent;
+  release: ReleaseEvent;
+  extend: ExtendEvent;
+  lost: LostEvent;
+}
 
 /** How one acquire call stands, for the attempts of it that answer after they were given up on. */
 interface AcquireCall {

@@ -1,7 +1,9 @@
-import type { LockBackend } from '../backend.js';
+import type { LockBackend, ReleaseNotice } from '../backend.js';
 
 /** One acquire call waiting for a key. */
 export interface Waiter {
+  /** The owner the call acquires as: a release may name it as the one to try next. */
+  readonly owner: string;
   /** A release arrived that this waiter has not yet tried to act on. */
   notified: boolean;
   /** Set while the waiter sleeps: ends the sleep early. */
@@ -43,9 +45,7 @@ export class WaitQueues {
     if (!queue) {
       const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
       created.ready = this.backend
-        .listen(resource, owner, (wakesAll) =>
-          wakesAll ? this.notifyAll(created) : this.notifyFirst(created),
-        )
+        .listen(resource, owner, (notice) => this.notify(created, notice))
         .then(
           (unlisten) => {
             if (this.queues.get(channel) === created) created.unlisten = unlisten;
@@ -69,6 +69,20 @@ export class WaitQueues {
     if (queue.waiters.size > 0) return;
     this.queues.delete(channel);
     queue.unlisten?.();
+  }
+
+  /** Wakes whom a release notice names: every waiter, the one owner it names (if it waits here), or the first. */
+  private notify(queue: Queue, notice: ReleaseNotice): void {
+    if (notice.all) this.notifyAll(queue);
+    else if (notice.to === undefined) this.notifyFirst(queue);
+    else {
+      for (const waiter of queue.waiters) {
+        if (waiter.owner !== notice.to) continue;
+        waiter.notified = true;
+        waiter.wake?.();
+        return;
+      }
+    }
   }
 
   private notifyAll(queue: Queue): void {

@@ -1,6 +1,8 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { LockBackend } from '../backend.js';
 import type { LockLostReason } from '../errors.js';
 import { withDeadline } from './deadline.js';
+import { channels } from './events.js';
 import type { Hold } from './hold.js';
 
 /** What the watchdog reports back to the engine. */
@@ -26,6 +28,7 @@ export class Watchdog {
   private readonly retryAt = new WeakMap<Hold, number>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
+  private readonly scope = new AsyncResource('LockWatchdog');
 
   constructor(
     private readonly backend: LockBackend,
@@ -73,7 +76,11 @@ export class Watchdog {
     if (at >= this.timerAt) return;
     clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.tick(), Math.max(0, at - this.clock()));
+    // Timers run in the locker's own async context, not in that of the call that armed them, so
+    // renewals are never traced as part of an acquire that ended long ago.
+    this.timer = this.scope.runInAsyncScope(() =>
+      setTimeout(() => this.tick(), Math.max(0, at - this.clock())),
+    );
     this.timer.unref();
   }
 
@@ -109,6 +116,14 @@ export class Watchdog {
   private renew(batch: Hold[], ttl: number): void {
     const sentAt = this.clock();
     const round = withDeadline(this.backend.extendMany(batch, ttl), this.timeout);
+    if (channels.renew.hasSubscribers) {
+      const publish = (failed: boolean) =>
+        channels.renew.publish({ protocol: this.backend.protocol.name, size: batch.length, ttl, failed });
+      round.then(
+        () => publish(false),
+        () => publish(true),
+      );
+    }
     // Each hold waits for the round in its own queue, so a release or extend of it waits too.
     batch.forEach((hold, i) => {
       void hold.serial(() =>

@@ -1,4 +1,6 @@
+import type { ReleaseNotice } from '../backend.js';
 import { ReleaseListener } from '../backends/release-listener.js';
+import { releaseNotice } from '../backends/single.js';
 import type { LockProtocol, RedisClient } from '../protocol.js';
 import { fanOut } from './fan-out.js';
 
@@ -22,24 +24,25 @@ export class QuorumListeners {
   async listen(
     resource: string,
     waiter: string,
-    onRelease: (wakesAll: boolean) => void,
+    onRelease: (notice: ReleaseNotice) => void,
   ): Promise<() => void> {
     const channel = this.protocol.channel(resource, waiter);
     let ended = false;
     // One release publishes on every master: the copies that arrive in one turn of the event
-    // loop wake the waiter once, so it does not send a quorum attempt per master.
-    let wakePending = false;
-    let wakeAll = false;
+    // loop wake once (each named owner once), so a waiter does not send a quorum attempt per master.
+    let pending: ReleaseNotice[] | undefined;
     const wake = (message: string) => {
       if (!(this.protocol.isReleaseMessage?.(message) ?? true)) return;
-      wakeAll ||= this.protocol.wakesAll?.(message) ?? false;
-      if (wakePending) return;
-      wakePending = true;
+      const notice = releaseNotice(this.protocol, message);
+      if (pending) {
+        pending.push(notice);
+        return;
+      }
+      pending = [notice];
       setImmediate(() => {
-        const all = wakeAll;
-        wakePending = false;
-        wakeAll = false;
-        if (!ended) onRelease(all);
+        const notices = pending ?? [];
+        pending = undefined;
+        if (!ended) for (const merged of mergeNotices(notices)) onRelease(merged);
       });
     };
     const stops: (() => void)[] = [];
@@ -60,4 +63,15 @@ export class QuorumListeners {
   async close(): Promise<void> {
     await Promise.all(this.listeners.map((listener) => listener.close()));
   }
+}
+
+/**
+ * The copies of one release from every master, as the fewest notices: one for all when any
+ * frees every waiter, else one per owner the masters named, else one for the first waiter.
+ */
+function mergeNotices(notices: readonly ReleaseNotice[]): ReleaseNotice[] {
+  if (notices.some((notice) => notice.all)) return [{ all: true, to: undefined }];
+  const named = new Set(notices.flatMap((notice) => (notice.to === undefined ? [] : [notice.to])));
+  if (named.size === 0) return [{ all: false, to: undefined }];
+  return [...named].map((to) => ({ all: false, to }));
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QuorumError } from '../../src/errors.js';
 import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
 
 // S20: an extension counts only with a majority inside validity, and never re-creates a key.
@@ -61,6 +62,43 @@ describe('RedLock extend', () => {
     expect(await Promise.all(nodes.clients.map((client) => client.exists(`{${resource}}`)))).toEqual([
       0, 0, 0, 0, 0,
     ]);
+  });
+
+  it('reports a lease lost when enough masters answered that it is gone, even with the rest frozen', async () => {
+    // 4 masters, quorum 3: two answer "not held", so no majority can still hold it.
+    const clients = nodes.clients.slice(0, 4);
+    const backend = backendOver(clients, { nodeTimeout: 200 });
+    const resource = freshKey('extend-lost-frozen');
+    const grant = await grantOf(backend, resource, 10_000);
+    for (const client of clients.slice(0, 2)) await client.del(`{${resource}}`);
+    const frozen = nodes.masters.servers.slice(2, 4);
+    for (const server of frozen) server.pause();
+    try {
+      expect(await backend.extend(resource, 'me', grant.token, 10_000)).toBeNull();
+    } finally {
+      for (const server of frozen) server.resume();
+    }
+  });
+
+  it('throws QuorumError when too few masters answer to tell', async () => {
+    const clients = nodes.clients.slice(0, 3);
+    const backend = backendOver(clients, { nodeTimeout: 200 });
+    const resource = freshKey('extend-unreachable');
+    const grant = await grantOf(backend, resource, 10_000);
+    const frozen = nodes.masters.servers.slice(1, 3);
+    for (const server of frozen) server.pause();
+    let error: unknown;
+    try {
+      error = await backend.extend(resource, 'me', grant.token, 10_000).catch((caught: unknown) => caught);
+    } finally {
+      for (const server of frozen) server.resume();
+    }
+    expect(error).toBeInstanceOf(QuorumError);
+    expect(error).toMatchObject({ needed: 2, agreed: 1, refused: 0, timedOut: 2 });
+    // Not a loss: the lease stays on every master until it is released or ends.
+    await Promise.all(clients.map((client) => client.ping()));
+    expect(await ownersOn(clients, resource)).toEqual(['me', 'me', 'me']);
+    expect(await backend.release(resource, 'me', grant.token)).toBe('released');
   });
 
   it('refuses a token it did not make', async () => {

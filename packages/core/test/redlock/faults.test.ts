@@ -1,82 +1,148 @@
-import { startMasters, waitFor } from '@lock/testing';
+import { type RedisMasters, startMasters, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
-import { AcquireTimeoutError, QuorumError } from '../../src/errors.js';
-import { createRedlock } from '../../src/redlock/index.js';
-import { checkHistory, type Interval } from '../support/history.js';
-import { ownersOn } from './support.js';
+import { checkHistory } from '../support/history.js';
+import { type FleetReport, type Section, startFleet } from './fault-fleet.js';
+import type { FaultPlan } from './fault-worker.js';
 
-// S17: masters crash mid-contention. Clients do not queue commands for a dead master, so a
-// crashed master answers at once with an error instead of costing every attempt the node timeout.
-const clientOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 0 };
+// S17 and partitions: RedLock contenders in separate processes, each critical section a real
+// read-modify-write of a witness counter that lasts `hold` ms, the recorded intervals checked
+// for overlaps. The same run with a quorum of N/2 must be caught.
 
-describe('RedLock with crashed masters', () => {
-  it('keeps ≥ 99% of acquisitions succeeding with no overlap when a minority crashes mid-run, then fails closed', async () => {
+/** A URL on which nothing listens: a port a server was started on and then stopped. */
+async function nowhereUrl(): Promise<string> {
+  const server = await startRedis();
+  const { url } = server;
+  await server.stop();
+  return url;
+}
+
+interface Scenario {
+  readonly masters: RedisMasters;
+  readonly witnessUrl: string;
+  readonly nowhere: string;
+  readonly key: string;
+  /** Per contender, which masters it reaches. */
+  readonly reach: readonly (readonly boolean[])[];
+  readonly iterations: number;
+  readonly quorum?: number;
+}
+
+function plansOf(scenario: Scenario): FaultPlan[] {
+  return scenario.reach.map((reachable, id) => ({
+    id,
+    masters: scenario.masters.urls,
+    reachable,
+    nowhere: scenario.nowhere,
+    ...(scenario.quorum === undefined ? {} : { quorum: scenario.quorum }),
+    key: scenario.key,
+    witnessUrl: scenario.witnessUrl,
+    iterations: scenario.iterations,
+    hold: 20,
+    ttl: 5_000,
+    wait: 30_000,
+    nodeTimeout: 100,
+  }));
+}
+
+/** Runs the contenders to the end; `during` runs once they are all under way. */
+async function run(scenario: Scenario, during?: (fleet: ReturnType<typeof startFleet>) => Promise<void>) {
+  const fleet = startFleet(plansOf(scenario));
+  try {
+    await fleet.ready;
+    fleet.go();
+    await during?.(fleet);
+    return await fleet.done;
+  } finally {
+    fleet.kill();
+  }
+}
+
+/** The checker's verdict on the sections the library said were held throughout. */
+function verdictOf(report: FleetReport) {
+  return checkHistory(report.sections.filter((section) => section.held));
+}
+
+const everywhere = (count: number) => Array.from({ length: count }, () => true);
+
+describe('RedLock contenders in separate processes', () => {
+  it('keep mutual exclusion and ≥ 99% of acquisitions when a minority of masters crashes mid-run', async () => {
     await using masters = await startMasters(5);
-    const clients = masters.clients(clientOptions);
-    await waitFor('the clients to connect', async () => clients.every((client) => client.status === 'ready'));
-    const contenders = 6;
-    const rounds = 30;
-    const killAfter = 50;
-    const lockers = Array.from({ length: contenders }, () => createRedlock({ clients, nodeTimeout: 200 }));
-    const intervals: Interval[] = [];
-    let done = 0;
-    let failures = 0;
-    const errors = new Set<string>();
-    let killing: Promise<unknown> | undefined;
+    await using witness = await startRedis();
+    const contenders = 4;
+    const iterations = 10;
     let killedAt = 0n;
-
-    await Promise.all(
-      lockers.map(async (locker, worker) => {
-        for (let round = 0; round < rounds; round++) {
-          try {
-            const lock = await locker.acquire('crash', { ttl: 2_000, wait: 10_000 });
-            const start = process.hrtime.bigint();
-            await new Promise((resolve) => setImmediate(resolve));
-            lock.assertHeld();
-            const end = process.hrtime.bigint();
-            intervals.push({ worker, start, end, fence: lock.fence });
-            await lock.release();
-          } catch (error) {
-            failures++;
-            errors.add(String(error));
-          }
-          done++;
-          if (done === killAfter) {
-            killing = Promise.all([masters.servers[0]!.kill(), masters.servers[3]!.kill()]).then(() => {
-              killedAt = process.hrtime.bigint();
-            });
-          }
-        }
-      }),
+    const report = await run(
+      {
+        masters,
+        witnessUrl: witness.url,
+        nowhere: await nowhereUrl(),
+        key: 'crash',
+        reach: Array.from({ length: contenders }, () => everywhere(5)),
+        iterations,
+      },
+      async (fleet) => {
+        await fleet.sections(iterations);
+        await Promise.all([masters.servers[0]!.kill(), masters.servers[3]!.kill()]);
+        killedAt = process.hrtime.bigint();
+      },
     );
-    await killing;
-
-    const verdict = checkHistory(intervals);
-    expect(killing).toBeDefined();
-    // Most of the run happened with two masters dead.
-    expect(intervals.filter((interval) => interval.start > killedAt).length).toBeGreaterThan(
-      contenders * rounds - 2 * killAfter,
+    const total = contenders * iterations;
+    expect(report.errors.length, report.errors.join(', ')).toBeLessThanOrEqual(total * 0.01);
+    expect(report.sections).toHaveLength(total - report.errors.length);
+    expect(report.sections.every((section) => section.held)).toBe(true);
+    // Most of the run happened with two of five masters dead.
+    expect(report.sections.filter((section: Section) => section.start > killedAt).length).toBeGreaterThan(
+      total / 2,
     );
-    expect(verdict.overlaps).toBe(0);
-    expect(verdict.fenceRegressions).toBe(0);
-    expect(failures / (contenders * rounds), [...errors].join('; ')).toBeLessThanOrEqual(0.01);
-    expect(intervals.length).toBe(contenders * rounds - failures);
+    expect(verdictOf(report)).toEqual({
+      overlaps: 0,
+      fenceRegressions: 0,
+      intervals: report.sections.length,
+    });
+    expect(Number(await witness.client().get('crash'))).toBe(report.sections.length);
+    expect(report.stderr).not.toContain('Unhandled error event');
+  });
 
-    // A third crash leaves 2 of 5: no majority is possible, so acquisition fails closed: at once
-    // for a single try, and after retrying for the whole wait for a waiting acquire.
-    await masters.servers[4]!.kill();
-    const once = await lockers[0]!
-      .acquire('crash', { ttl: 2_000, wait: 0 })
-      .catch((caught: unknown) => caught);
-    expect(once).toBeInstanceOf(QuorumError);
-    expect(once).toMatchObject({ needed: 3, agreed: 2, refused: 0, failed: 3, timedOut: 0 });
-    const waited = await lockers[0]!
-      .acquire('crash', { ttl: 2_000, wait: 1_000 })
-      .catch((caught: unknown) => caught);
-    expect(waited).toBeInstanceOf(AcquireTimeoutError);
-    expect((waited as AcquireTimeoutError).attempts).toBeGreaterThan(1);
-    expect((waited as Error).cause).toMatchObject({ needed: 3, agreed: 2, failed: 3 });
-    expect(await ownersOn(clients.slice(1, 3), 'lock:crash')).toEqual([null, null]);
-    await Promise.all(lockers.map((locker) => locker.close()));
+  describe('split by a partition: two contenders reach masters 0–2, two reach masters 2–4', () => {
+    const reach = [
+      [true, true, true, false, false],
+      [true, true, true, false, false],
+      [false, false, true, true, true],
+      [false, false, true, true, true],
+    ];
+
+    it('with a quorum of N/2 (the broken variant), the checker reports overlapping holders', async () => {
+      await using masters = await startMasters(5);
+      await using witness = await startRedis();
+      const report = await run({
+        masters,
+        witnessUrl: witness.url,
+        nowhere: await nowhereUrl(),
+        key: 'half',
+        reach,
+        iterations: 8,
+        quorum: 2,
+      });
+      expect(report.sections.filter((section) => section.held)).toHaveLength(32);
+      expect(verdictOf(report).overlaps).toBeGreaterThan(0);
+    });
+
+    it('with the real quorum, no two holders overlap and every write of the witness survives', async () => {
+      await using masters = await startMasters(5);
+      await using witness = await startRedis();
+      const report = await run({
+        masters,
+        witnessUrl: witness.url,
+        nowhere: await nowhereUrl(),
+        key: 'majority',
+        reach,
+        iterations: 8,
+      });
+      expect(report.errors).toEqual([]);
+      expect(report.sections.every((section) => section.held)).toBe(true);
+      expect(verdictOf(report)).toEqual({ overlaps: 0, fenceRegressions: 0, intervals: 32 });
+      expect(Number(await witness.client().get('majority'))).toBe(32);
+      expect(report.stderr).not.toContain('Unhandled error event');
+    });
   });
 });

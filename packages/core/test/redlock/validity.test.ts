@@ -1,8 +1,12 @@
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { driftOf } from '../../src/redlock/quorum.js';
-import { backendOver, freshKey, type Nodes, ownersOn, startNodes } from './support.js';
+import { createRedlock } from '../../src/redlock/index.js';
+import { driftOf, nthLargest } from '../../src/redlock/quorum.js';
+import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
 
-// S4: validity = ttl − elapsed − drift, measured from the attempt's start; never a grant with validity ≤ 0.
+// S4: a lease is certainly held for ttl − drift counted from the attempt's start (the backend
+// contract: the engine adds it to the time it sent the attempt), and granted only while
+// ttl − elapsed − drift > 0: never a grant that has already ended, never time counted twice.
 let nodes: Nodes;
 beforeAll(async () => {
   nodes = await startNodes(3);
@@ -20,18 +24,45 @@ function clockWhereAttemptsTake(elapsed: number): () => number {
   };
 }
 
+/**
+ * Freezes masters `indexes` (SIGSTOP) for `ms` while `call` runs: every command sent to them
+ * meanwhile is answered only after they thaw, so the call takes at least that long.
+ */
+async function withLatency<T>(indexes: number[], ms: number, call: () => Promise<T>): Promise<T> {
+  const servers = indexes.map((index) => nodes.masters.servers[index]!);
+  for (const server of servers) server.pause();
+  const thaw = () => {
+    for (const server of servers) if (server.running) server.resume();
+  };
+  const timer = setTimeout(thaw, ms);
+  try {
+    return await call();
+  } finally {
+    clearTimeout(timer);
+    thaw();
+  }
+}
+
+/** The latest moment a majority of masters certainly still holds `resource`, on this process's clock. */
+async function majorityHeldUntil(clients: readonly Redis[], resource: string): Promise<number> {
+  const readAt = performance.now();
+  const pttls = await Promise.all(clients.map((client) => client.pttl(`{${resource}}`)));
+  return readAt + (nthLargest(pttls, 2) ?? 0);
+}
+
 describe('RedLock validity accounting', () => {
   it.each([100, 1_000, 10_000])(
-    'with ttl %i grants exactly ttl − elapsed − drift, and refuses at 0',
+    'with ttl %i grants ttl − drift while ttl − elapsed − drift > 0, and refuses from 0',
     async (ttl) => {
       const drift = driftOf(ttl, 0.01);
-      const lastGood = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(ttl - drift - 1) });
       const resource = freshKey('validity');
-      const grant = await lastGood.acquire(resource, 'me', ttl);
-      expect(grant).toMatchObject({ acquired: true, validity: 1 });
-      if (grant.acquired) await lastGood.release(resource, 'me', grant.token);
-
-      for (const elapsed of [ttl - drift - 0.5, ttl - drift, ttl]) {
+      for (const elapsed of [0, ttl / 2, ttl - drift - 0.5]) {
+        const backend = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed) });
+        const grant = await backend.acquire(resource, 'me', ttl);
+        expect(grant, `elapsed ${elapsed}`).toMatchObject({ acquired: true, validity: ttl - drift });
+        if (grant.acquired) await backend.release(resource, 'me', grant.token);
+      }
+      for (const elapsed of [ttl - drift, ttl]) {
         const tooSlow = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed) });
         expect(await tooSlow.acquire(resource, 'me', ttl), `elapsed ${elapsed}`).toEqual({
           acquired: false,
@@ -41,6 +72,25 @@ describe('RedLock validity accounting', () => {
       }
     },
   );
+
+  it('counts the lease a majority keeps when masters report their own ttl (a re-entry that kept or cut it)', async () => {
+    const leases = new Map<unknown, number>(
+      nodes.clients.map((client, index) => [client, [1_000, 3_000, 2_000][index]!]),
+    );
+    const reporting = {
+      ...protocol,
+      async acquire(...args: Parameters<typeof protocol.acquire>) {
+        const reply = await protocol.acquire(...args);
+        return reply.acquired ? { ...reply, ttl: leases.get(args[0])! } : reply;
+      },
+    };
+    const backend = backendOver(nodes.clients, { protocol: reporting });
+    const resource = freshKey('validity-reported');
+    const grant = await backend.acquire(resource, 'me', 10_000);
+    // Two of three keep it for 2 s or more: the lock stands that long, not 10 s, nor only 1 s.
+    expect(grant).toMatchObject({ acquired: true, validity: 2_000 - driftOf(2_000, 0.01) });
+    if (grant.acquired) await backend.release(resource, 'me', grant.token);
+  });
 
   it('refuses, and cleans every node, when a paused master makes the attempt outlast the ttl', async () => {
     const backend = backendOver(nodes.clients, { nodeTimeout: 400 });
@@ -58,26 +108,52 @@ describe('RedLock validity accounting', () => {
     expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, null]);
     expect(backend.stats.releaseFailures).toBe(1);
   });
+});
 
-  it('grants with a paused minority, with a validity no longer than ttl − node timeout − drift', async () => {
-    const backend = backendOver(nodes.clients, { nodeTimeout: 250 });
-    const resource = freshKey('validity-minority');
-    const paused = nodes.masters.servers[0]!;
-    paused.pause();
-    let grant: Awaited<ReturnType<typeof backend.acquire>>;
-    const started = performance.now();
-    try {
-      grant = await backend.acquire(resource, 'me', 1_000);
-    } finally {
-      paused.resume();
-    }
-    const took = performance.now() - started;
-    if (!grant.acquired) throw new Error('refused with a majority up');
-    expect(grant.validity).toBeLessThanOrEqual(1_000 - 250 - driftOf(1_000, 0.01));
-    // Measured from the attempt's start, so no shorter than what the whole call left.
-    expect(grant.validity).toBeGreaterThanOrEqual(Math.floor(1_000 - took - driftOf(1_000, 0.01)));
-    expect(await backend.release(resource, 'me', grant.token)).toBe('released');
-    await nodes.clients[0]!.ping();
-    expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, null]);
+describe('RedLock handles under latency', () => {
+  const ttl = 10_000;
+  const validity = ttl - driftOf(ttl, 0.01);
+
+  it('keep ttl − drift from the moment the attempt was sent, however long one master of the quorum took', async () => {
+    const locker = createRedlock({ clients: nodes.clients, nodeTimeout: 5_000, prefix: '' });
+    const key = freshKey('handle-slow-master');
+    const before = performance.now();
+    const lock = await withLatency([0], 300, () => locker.acquire(key, { ttl, wait: 0 }));
+    const after = performance.now();
+    expect(after - before).toBeGreaterThan(250);
+    // Counting the 300 ms twice would leave the handle at most before + validity − 300.
+    expect(lock.validUntil).toBeGreaterThanOrEqual(before + validity);
+    expect(lock.validUntil).toBeLessThanOrEqual(after + validity);
+    expect(await majorityHeldUntil(nodes.clients, key)).toBeGreaterThanOrEqual(lock.validUntil);
+    await lock.release();
+    await locker.close();
+  });
+
+  it('are granted when the attempt took more than half the lease, with the whole validity', async () => {
+    const locker = createRedlock({ clients: nodes.clients, nodeTimeout: 5_000, prefix: '' });
+    const key = freshKey('handle-half-lease');
+    const lease = 3_000;
+    const before = performance.now();
+    // Two of three masters frozen: the majority cannot answer before they thaw, 1.7 s later.
+    const lock = await withLatency([1, 2], 1_700, () => locker.tryAcquire(key, { ttl: lease }));
+    expect(performance.now() - before).toBeGreaterThan(1_600);
+    expect(lock).not.toBeNull();
+    expect(lock!.validUntil).toBeGreaterThanOrEqual(before + lease - driftOf(lease, 0.01));
+    expect(await majorityHeldUntil(nodes.clients, key)).toBeGreaterThanOrEqual(lock!.validUntil);
+    await lock!.release();
+    await locker.close();
+  });
+
+  it('keep ttl − drift from the moment an extension was sent', async () => {
+    const locker = createRedlock({ clients: nodes.clients, nodeTimeout: 5_000, prefix: '' });
+    const key = freshKey('handle-extend');
+    const lock = await locker.acquire(key, { ttl, wait: 0 });
+    const before = performance.now();
+    await withLatency([2], 300, () => lock.extend());
+    expect(performance.now() - before).toBeGreaterThan(250);
+    expect(lock.validUntil).toBeGreaterThanOrEqual(before + validity);
+    expect(await majorityHeldUntil(nodes.clients, key)).toBeGreaterThanOrEqual(lock.validUntil);
+    await lock.release();
+    await locker.close();
   });
 });

@@ -40,7 +40,6 @@ describe('token protocol: only the owner releases or extends', () => {
     expect(await protocol.release(redis, 'stale', 'first', 'first')).toBe('not-owner');
     expect(await protocol.extend(redis, 'stale', 'first', 'first', 60_000)).toBeNull();
     expect(await redis.hgetall('{stale}')).toMatchObject({ second: '1' });
-    expect(await redis.hlen('{stale}')).toBe(2);
   });
 
   it('extending a released lock never re-creates the key', async () => {

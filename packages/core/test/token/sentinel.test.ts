@@ -26,7 +26,7 @@ describe('planned failover', () => {
     expect(newMaster.port).not.toBe(oldMaster.port);
     const direct = newMaster.client();
     for (const lock of locks)
-      expect(await direct.hgetall(`{lock:${lock.key}}`)).toEqual({
+      expect(await direct.hgetall(`{lock:${lock.key}}`)).toMatchObject({
         [lock.owner]: '1',
         '': String(lock.fence),
       });

@@ -17,9 +17,10 @@
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] 1 to join the queue when the lock is busy, 0 to try once without queueing
 
-  Returns {1, holds, fence} when taken or re-entered (fence: drawn from the counter by a first
-  acquisition, read back by a re-entry), {0, ms} when busy: the expected wait for a queued
-  caller, else the holder's PTTL (0 when the lock is free but another waiter is first).
+  Returns {1, holds, fence, ttl} when taken or re-entered (fence: drawn from the counter by a
+  first acquisition, read back by a re-entry; ttl: the hash's TTL now, as for the RLock a
+  re-entry never shortens it), {0, ms} when busy: the expected wait for a queued caller, else
+  the holder's PTTL (0 when the lock is free but another waiter is first).
 ]]
 local lock, queue, deadlines, counter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, allowance, now = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -41,16 +42,19 @@ if redis.call('exists', lock) == 0 then
     for _, waiter in ipairs(redis.call('zrange', deadlines, 0, -1)) do
       redis.call('zincrby', deadlines, -allowance, waiter)
     end
+    -- The fence first: if the counter cannot be incremented, the lock has not been written.
+    local fence = redis.call('incr', counter)
     redis.call('hset', lock, owner, 1)
     redis.call('pexpire', lock, ARGV[1])
-    return {1, 1, redis.call('incr', counter)}
+    return {1, 1, fence, tonumber(ARGV[1])}
   end
 end
 
 if redis.call('hexists', lock, owner) == 1 then
   local holds = redis.call('hincrby', lock, owner, 1)
-  redis.call('pexpire', lock, ARGV[1])
-  return {1, holds, tonumber(redis.call('get', counter) or '0')}
+  local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[1]))
+  redis.call('pexpire', lock, ttl)
+  return {1, holds, tonumber(redis.call('get', counter) or '0'), ttl}
 end
 
 if ARGV[5] == '0' then

@@ -10,7 +10,8 @@
   KEYS[4] channel prefix redisson_lock__channel:{name} (a waiter's channel adds ":<owner>")
   KEYS[5] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("0")
-  ARGV[2] lease in ms re-applied while holds remain
+  ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
+          holds were promised theirs)
   ARGV[3] owner field
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] "publish" or "spublish"
@@ -38,7 +39,7 @@ if redis.call('exists', lock) == 1 then
     return nil
   end
   if redis.call('hincrby', lock, ARGV[3], -1) > 0 then
-    redis.call('pexpire', lock, ARGV[2])
+    redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
     redis.call('set', KEYS[5], 0, 'px', ARGV[6])
     return 0
   end

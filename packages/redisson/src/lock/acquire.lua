@@ -1,8 +1,9 @@
 --[[
   Takes or re-enters a Redisson RLock (the layout of RedissonLock.tryLockInnerAsync).
 
-  Free, or already ours: the owner's count goes up by one and the whole hash gets the full
-  lease again, re-entry included, as Redisson does.
+  Free, or already ours: the owner's count goes up by one and the hash gets the lease, as in
+  Redisson, except that a re-entry never shortens it: the holds this owner already has were
+  promised their own leases (Redisson would PEXPIRE a shorter one and let them expire early).
 
   The RLock layout stores no fence, so a first acquisition draws one from the counter that
   Redisson's RFencedLock keeps for the same name, and a re-entry reads it back: while this owner
@@ -14,16 +15,21 @@
   ARGV[1] lease in ms
   ARGV[2] owner field "<client uuid>:<thread id>"
 
-  Returns {1, holds, fence} when taken or re-entered, {0, pttl} when held by someone else
-  (pttl -1: the hash has no TTL).
+  Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now, at least
+  the lease), {0, pttl} when held by someone else (pttl -1: the hash has no TTL).
 ]]
-local lock, counter = KEYS[1], KEYS[2]
-if redis.call('exists', lock) == 1 and redis.call('hexists', lock, ARGV[2]) == 0 then
-  return {0, redis.call('pttl', lock)}
+local lock, counter, owner, lease = KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[1])
+if redis.call('exists', lock) == 1 then
+  if redis.call('hexists', lock, owner) == 0 then
+    return {0, redis.call('pttl', lock)}
+  end
+  local holds = redis.call('hincrby', lock, owner, 1)
+  local ttl = math.max(redis.call('pttl', lock), lease)
+  redis.call('pexpire', lock, ttl)
+  return {1, holds, tonumber(redis.call('get', counter) or '0'), ttl}
 end
-local holds = redis.call('hincrby', lock, ARGV[2], 1)
-redis.call('pexpire', lock, ARGV[1])
-if holds == 1 then
-  return {1, holds, redis.call('incr', counter)}
-end
-return {1, holds, tonumber(redis.call('get', counter) or '0')}
+-- The fence first: if the counter cannot be incremented, nothing has been written.
+local fence = redis.call('incr', counter)
+redis.call('hincrby', lock, owner, 1)
+redis.call('pexpire', lock, lease)
+return {1, 1, fence, lease}

@@ -8,7 +8,8 @@
   KEYS[2] channel redisson_lock__channel:{name}
   KEYS[3] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("0")
-  ARGV[2] lease in ms re-applied while holds remain
+  ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
+          holds were promised theirs)
   ARGV[3] owner field
   ARGV[4] "publish" or "spublish"
   ARGV[5] latch lifetime in ms
@@ -25,7 +26,7 @@ if redis.call('hexists', lock, ARGV[3]) == 0 then
 end
 local outcome = 0
 if redis.call('hincrby', lock, ARGV[3], -1) > 0 then
-  redis.call('pexpire', lock, ARGV[2])
+  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
 else
   redis.call('del', lock)
   redis.call(ARGV[4], KEYS[2], ARGV[1])

@@ -7,7 +7,7 @@ import {
   type RenewalItem,
 } from '@lock/core';
 import { HashLockProtocol } from '../hash-protocol.js';
-import { readKeyPrefix, readTimeoutPrefix, rwChannel } from '../names.js';
+import { fenceCounter, readFenceKey, readKeyPrefix, readTimeoutPrefix, rwChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
 import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
@@ -25,15 +25,18 @@ const writeAcquireScript = new LuaScript(writeAcquireLua);
 const writeReleaseScript = new LuaScript(writeReleaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
 
-/** Published when the last read hold goes: wakes one waiter per Java client. */
+/** Published when the last read hold goes: wakes one waiter per client, Java's and ours. */
 export const READ_UNLOCK_MESSAGE = '0';
-/** Published when the write lock is freed: Redisson's `READ_UNLOCK_MESSAGE`, which wakes every waiter. */
+/** Published when the write lock is freed: Redisson's `READ_UNLOCK_MESSAGE`, which wakes every waiter of a client. */
 export const WRITE_UNLOCK_MESSAGE = '1';
 
 /** The hash field of `owner`'s write holds. */
 export const writerField = (owner: string): string => `${owner}:write`;
 
-/** What the two halves of Redisson's RReadWriteLock share: the hash at the bare name, the channel, the messages. */
+/**
+ * What the two halves of Redisson's RReadWriteLock share: the hash at the bare name, the channel,
+ * the messages, and the fence counter of the RLock of the same name.
+ */
 abstract class ReadWriteHalf extends HashLockProtocol {
   /** The `mode` value this half holds the hash in. */
   protected abstract readonly mode: 'read' | 'write';
@@ -56,17 +59,28 @@ abstract class ReadWriteHalf extends HashLockProtocol {
 
   /**
    * Held when this half has a holder: the writer (mode "write"), or any reader, also under the
-   * write mode of a writer holding read locks (Redisson's isLocked for each half).
+   * write mode of a writer holding read locks (Redisson's isLocked for each half). The fence is
+   * the last one drawn on the name.
    */
   async inspect(redis: RedisClient, resource: string): Promise<Inspection> {
-    const [fields, ttl] = await Promise.all([redis.hgetall(resource), redis.pttl(resource)]);
+    const [fields, ttl, counter] = await Promise.all([
+      redis.hgetall(resource),
+      redis.pttl(resource),
+      redis.get(fenceCounter(resource)),
+    ]);
+    const fence = counter === null ? null : Number(counter);
     const holder = Object.entries(fields).find(([field]) => field !== 'mode' && this.owns(field));
-    if (!holder) return { held: false, ttl: null, owner: null, fence: null, holds: 0 };
-    return { held: true, ttl, owner: holder[0], fence: null, holds: Number(holder[1]) };
+    if (!holder) return { held: false, ttl: null, owner: null, fence, holds: 0 };
+    return { held: true, ttl, owner: holder[0], fence, holds: Number(holder[1]) };
   }
 
   isReleaseMessage(message: string): boolean {
     return message === READ_UNLOCK_MESSAGE || message === WRITE_UNLOCK_MESSAGE;
+  }
+
+  /** A write unlock lets every waiting reader in at once, as Redisson's `1` wakes all of a client's waiters. */
+  wakesAll(message: string): boolean {
+    return message === WRITE_UNLOCK_MESSAGE;
   }
 
   /** Whether a hash field is a hold of this half. */
@@ -82,7 +96,7 @@ export class ReadLockProtocol extends ReadWriteHalf {
   async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
     const reply = await readAcquireScript.run(
       redis,
-      [resource, readTimeoutPrefix(resource, owner)],
+      [resource, readTimeoutPrefix(resource, owner), fenceCounter(resource), readFenceKey(resource, owner)],
       [ttl, owner, writerField(owner)],
     );
     return acquireReply(reply, ttl);
@@ -94,7 +108,13 @@ export class ReadLockProtocol extends ReadWriteHalf {
       redis,
       readReleaseScript,
       resource,
-      [resource, rwChannel(resource), readTimeoutPrefix(resource, owner), readKeyPrefix(resource)],
+      [
+        resource,
+        rwChannel(resource),
+        readTimeoutPrefix(resource, owner),
+        readKeyPrefix(resource),
+        readFenceKey(resource, owner),
+      ],
       [READ_UNLOCK_MESSAGE, owner, publish],
     );
   }
@@ -106,7 +126,11 @@ export class ReadLockProtocol extends ReadWriteHalf {
   ): Promise<(string | null)[]> {
     return Promise.all(
       items.map(async (item) => {
-        const keys = [item.resource, readTimeoutPrefix(item.resource, item.owner)];
+        const keys = [
+          item.resource,
+          readTimeoutPrefix(item.resource, item.owner),
+          readFenceKey(item.resource, item.owner),
+        ];
         const holds = (await readRenewScript.run(redis, keys, [ttl, item.owner])) as number;
         return holds > 0 ? item.token : null;
       }),
@@ -125,7 +149,12 @@ export class WriteLockProtocol extends ReadWriteHalf {
   protected readonly message = WRITE_UNLOCK_MESSAGE;
 
   async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
-    return acquireReply(await writeAcquireScript.run(redis, [resource], [ttl, writerField(owner)]), ttl);
+    const reply = await writeAcquireScript.run(
+      redis,
+      [resource, fenceCounter(resource)],
+      [ttl, writerField(owner)],
+    );
+    return acquireReply(reply, ttl);
   }
 
   override field(owner: string): string {

@@ -3,30 +3,51 @@
 
   Readers share the hash (mode "read", one count field per reader thread); the writer may also
   take read holds. Every read hold gets its own timeout key "<prefix>:<n>" with the lease, so
-  the hash can be kept alive exactly as long as some reader's hold is.
+  the hash can be kept alive exactly as long as some reader's hold is: a reader is promised the
+  longest of its own timeout keys, and the hash never lives shorter than that.
+
+  A reader's first hold draws a fence from the counter the RLock uses for the same name, kept in
+  the reader's fence key (which Redisson never reads) for its re-entries; the writer's own read
+  holds carry the writer's fence instead, since they are nested in its write hold.
 
   KEYS[1] lock hash
   KEYS[2] this reader's timeout key prefix {name}:<owner>:rwlock_timeout
+  KEYS[3] fence counter redisson_lock_token:{name} (never expires)
+  KEYS[4] this reader's fence key {name}:<owner>:rwlock_fence
   ARGV[1] lease in ms
   ARGV[2] owner field "<uuid>:<thread>"
   ARGV[3] the same thread's writer field "<uuid>:<thread>:write"
 
-  Returns {1, holds, fence} when taken or re-entered (fence: the server clock in µs), {0, pttl}
-  when write-locked by someone else.
+  Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the longest of the reader's
+  timeout keys), {0, pttl} when write-locked by someone else.
 ]]
-local function fence()
-  local now = redis.call('time')
-  return now[1] * 1000000 + now[2]
-end
-local lock, lease = KEYS[1], tonumber(ARGV[1])
+local lock, prefix, counter, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lease = tonumber(ARGV[1])
 local mode = redis.call('hget', lock, 'mode')
 if mode == 'write' and redis.call('hexists', lock, ARGV[3]) == 0 then
   return {0, redis.call('pttl', lock)}
+end
+local fence
+if redis.call('hexists', lock, ARGV[2]) == 1 then
+  fence = tonumber(redis.call('get', fence_key))
+end
+if not fence then
+  -- Drawn before anything is written: if the counter cannot be incremented, nothing changes.
+  if mode == 'write' then
+    fence = tonumber(redis.call('get', counter) or '0')
+  else
+    fence = redis.call('incr', counter)
+  end
 end
 if not mode then
   redis.call('hset', lock, 'mode', 'read')
 end
 local holds = redis.call('hincrby', lock, ARGV[2], 1)
-redis.call('set', KEYS[2] .. ':' .. holds, 1, 'px', lease)
-redis.call('pexpire', lock, math.max(redis.call('pttl', lock), lease))
-return {1, holds, fence()}
+redis.call('set', prefix .. ':' .. holds, 1, 'px', lease)
+local own = lease
+for n = 1, holds - 1 do
+  own = math.max(own, redis.call('pttl', prefix .. ':' .. n))
+end
+redis.call('set', fence_key, fence, 'px', own)
+redis.call('pexpire', lock, math.max(redis.call('pttl', lock), own))
+return {1, holds, fence, own}

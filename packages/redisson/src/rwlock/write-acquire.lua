@@ -5,27 +5,31 @@
   remaining TTL, as Redisson does. Readers, the same thread included, block a writer: there is
   no read-to-write upgrade.
 
+  A first acquisition draws its fence from the counter the RLock uses for the same name; a
+  re-entry reads it back: while the writer holds the lock nobody else draws (its own read holds
+  carry its fence, see the read acquire script).
+
   KEYS[1] lock hash
+  KEYS[2] fence counter redisson_lock_token:{name} (never expires)
   ARGV[1] lease in ms
   ARGV[2] writer field "<uuid>:<thread>:write"
 
-  Returns {1, holds, fence} when taken or re-entered (fence: the server clock in µs), {0, pttl}
+  Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now), {0, pttl}
   when held by readers or another writer.
 ]]
-local function fence()
-  local now = redis.call('time')
-  return now[1] * 1000000 + now[2]
-end
-local lock = KEYS[1]
+local lock, counter, lease = KEYS[1], KEYS[2], tonumber(ARGV[1])
 local mode = redis.call('hget', lock, 'mode')
 if not mode then
+  -- The fence first: if the counter cannot be incremented, nothing has been written.
+  local fence = redis.call('incr', counter)
   redis.call('hset', lock, 'mode', 'write', ARGV[2], 1)
-  redis.call('pexpire', lock, ARGV[1])
-  return {1, 1, fence()}
+  redis.call('pexpire', lock, lease)
+  return {1, 1, fence, lease}
 end
 if mode == 'write' and redis.call('hexists', lock, ARGV[2]) == 1 then
   local holds = redis.call('hincrby', lock, ARGV[2], 1)
-  redis.call('pexpire', lock, redis.call('pttl', lock) + tonumber(ARGV[1]))
-  return {1, holds, fence()}
+  local ttl = redis.call('pttl', lock) + lease
+  redis.call('pexpire', lock, ttl)
+  return {1, holds, tonumber(redis.call('get', counter) or '0'), ttl}
 end
 return {0, redis.call('pttl', lock)}

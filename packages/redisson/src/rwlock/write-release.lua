@@ -10,7 +10,8 @@
   KEYS[2] channel redisson_rwlock:{name}
   KEYS[3] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("1")
-  ARGV[2] lease in ms re-applied while holds remain
+  ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
+          holds were promised theirs)
   ARGV[3] writer field "<uuid>:<thread>:write"
   ARGV[4] "publish" or "spublish"
   ARGV[5] latch lifetime in ms
@@ -32,7 +33,7 @@ if mode ~= 'write' or redis.call('hexists', lock, ARGV[3]) == 0 then
   return nil
 end
 if redis.call('hincrby', lock, ARGV[3], -1) > 0 then
-  redis.call('pexpire', lock, ARGV[2])
+  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
   redis.call('set', KEYS[3], 0, 'px', ARGV[5])
   return 0
 end

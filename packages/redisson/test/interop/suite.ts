@@ -88,11 +88,11 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
       const name = 'wake:java';
       const channel = JavaPeer.tagged('redisson_lock__channel', name);
       const lock = redisson.getLock(name);
-      await lock.lock();
+      await lock.lock({ threadId: 1 });
       const acquired = peer.tryLock(name, 1, 20_000);
       await peerSubscribed(channel);
       const unlockedAt = performance.now();
-      await lock.unlock();
+      await lock.unlock({ threadId: 1 });
       expect(await acquired).toBe(true);
       expect(performance.now() - unlockedAt).toBeLessThan(WOKEN_BY_MESSAGE);
       expect(peer.wakeups).toContainEqual(expect.objectContaining({ channel, message: '0' }));
@@ -103,14 +103,14 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
       const name = 'wake:node';
       expect(await peer.tryLockOnce(name, 1)).toBeNull();
       const lock = redisson.getLock(name);
-      const acquired = lock.lock();
+      const acquired = lock.lock({ threadId: 1 });
       await subscribed(JavaPeer.tagged('redisson_lock__channel', name));
       const unlockedAt = performance.now();
       expect(await peer.unlock(name, 1)).toBe(1);
       await acquired;
       expect(performance.now() - unlockedAt).toBeLessThan(WOKEN_BY_MESSAGE);
-      expect(await lock.isHeldByCurrentThread()).toBe(true);
-      await lock.unlock();
+      expect(await lock.isHeldByThread(1)).toBe(true);
+      await lock.unlock({ threadId: 1 });
     });
 
     it('reentrancy from both sides: counts add up and block the other side until the last unlock', async () => {
@@ -118,9 +118,9 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
       const lock = redisson.getLock(name);
       expect(await peer.tryLockOnce(name, 7)).toBeNull();
       expect(await peer.tryLockOnce(name, 7)).toBeNull();
-      expect(await lock.tryLock()).toBe(false);
+      expect(await lock.tryLock({ threadId: 1 })).toBe(false);
       expect(await peer.unlock(name, 7)).toBe(0);
-      expect(await lock.tryLock()).toBe(false);
+      expect(await lock.tryLock({ threadId: 1 })).toBe(false);
       expect(await peer.unlock(name, 7)).toBe(1);
       await redisson.run(async () => {
         await lock.lock();
@@ -132,7 +132,7 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
         await lock.unlock();
       });
       expect(await peer.tryLockOnce(name, 7)).toBeNull();
-      await expect(lock.unlock()).rejects.toBeInstanceOf(NotOwnerError);
+      await expect(redisson.run(() => lock.unlock())).rejects.toBeInstanceOf(NotOwnerError);
       expect(await peer.unlock(name, 7)).toBe(1);
 
       async function holder(): Promise<string | undefined> {
@@ -144,11 +144,11 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
     it('a watchdog renewal touches only its own field: the peer cannot renew our lock but renews its own', async () => {
       const name = 'renewed';
       const lock = redisson.getLock(name);
-      await lock.lock();
+      await lock.lock({ threadId: 1 });
       await topology.redis.pexpire(name, 2_000);
       expect(await peer.renew(name, 1)).toBe(false); // Java renews only its own field
       expect(await topology.redis.pttl(name)).toBeLessThanOrEqual(2_000);
-      await lock.unlock();
+      await lock.unlock({ threadId: 1 });
       expect(await peer.tryLockOnce(name, 1)).toBeNull();
       await topology.redis.pexpire(name, 2_000);
       expect(await peer.renew(name, 1)).toBe(true);
@@ -269,7 +269,7 @@ export function describeInterop(title: string, start: () => Promise<Topology>): 
       const tokens: number[] = [];
       tokens.push((await peer.tryLockAndGetToken(name, 1))!);
       tokens.push((await peer.tryLockAndGetToken(name, 1))!);
-      expect(await fenced.tryLockAndGetToken()).toBeNull();
+      expect(await fenced.tryLockAndGetToken({ threadId: 1 })).toBeNull();
       await peer.unlock(name, 1);
       await peer.unlock(name, 1);
       await redisson.run(async () => {

@@ -16,6 +16,8 @@
     ARGV[4] owner
     ARGV[5] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
             only be this call's own earlier attempt, so it is answered as it stands, not counted
+    ARGV[6] attempt id: a copy of an attempt already applied (resent by the client after a
+            reconnect) is answered as it stands, not counted again
 
   Output:
     { 1, fence, value, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence
@@ -29,7 +31,7 @@
 local rcall = redis.call
 local lock, counter, record, oldCounter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local scale, lease, margin, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local fresh = ARGV[5] == '1'
+local fresh, attempt = ARGV[5] == '1', ARGV[6]
 
 -- Server time, so that no client clock decides who holds the lock.
 local time = rcall('time')
@@ -38,7 +40,7 @@ local value = string.format('%d', math.floor(nowMs / scale) + lease)
 local leaseMs = lease * scale
 
 local function recordOwner(holds, fence)
-  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence)
+  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence, 'attempt', attempt)
   rcall('pexpire', record, leaseMs)
 end
 
@@ -73,11 +75,11 @@ if not string.match(stored, '^%d+$') then
 end
 
 local pttl = rcall('pttl', lock)
-local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence')
+local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt')
 if mine[1] == owner and mine[3] == stored then
   local holds = tonumber(mine[2])
   local fence = tonumber(mine[4] or rcall('get', oldCounter) or '0')
-  if not fresh then
+  if not fresh and (attempt == '' or mine[5] ~= attempt) then
     holds = holds + 1
   end
   -- A re-entry never shortens the lease; lengthening it rewrites value and TTL together.
@@ -86,7 +88,7 @@ if mine[1] == owner and mine[3] == stored then
     recordOwner(holds, fence)
     return { 1, fence, value, holds, leaseMs }
   end
-  rcall('hset', record, 'holds', holds)
+  rcall('hset', record, 'holds', holds, 'attempt', attempt)
   return { 1, fence, stored, holds, pttl }
 end
 

@@ -89,7 +89,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       const reply = await acquireScript.run(
         redis,
         [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.owner, keys.oldCounter],
-        [scale, lease, skewMargin, owner, context?.fresh ? '1' : '0'],
+        [scale, lease, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
       );
       const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
         number,

@@ -2,13 +2,22 @@
   Takes a token lock, or re-enters it for the same owner, in one step.
 
   Input:
-    KEYS[1] lock key: a hash of the owner's hold count (field = owner) and the hold's fence (field '')
+    KEYS[1] lock key: a hash of the owner's hold count (field = owner), the hold's fence (field
+            '') and the id of the last attempt applied for the owner (field NUL + owner)
     KEYS[2] fence counter shared by the locks of a namespace (and slot): never expires
     KEYS[3] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
+    KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms)
+    KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting
     ARGV[1] owner
     ARGV[2] ttl in ms
     ARGV[3] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
             only be this call's own earlier attempt, so it is answered as it stands, not counted
+    ARGV[4] registration lease in ms: when refused, the owner is queued (or its registration
+            renewed) for that long; 0 when the call will not wait
+    ARGV[5] '1' when an earlier attempt of this call was refused (it may be queued): a grant
+            takes it out of the queue
+    ARGV[6] attempt id: a copy of an attempt already applied (resent by the client after a
+            reconnect) is answered as it stands, not counted again
 
   Output:
     { 1, fence, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
@@ -16,8 +25,17 @@
     { 0, pttl }                held by another owner; pttl = its remaining ms (-1 if it has no TTL)
 ]]
 local rcall = redis.call
-local lock, counter, oldCounter = KEYS[1], KEYS[2], KEYS[3]
+local lock, counter, oldCounter, queue, registrations = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, ttl, fresh = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local lease, queued, attempt = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6]
+local attemptField = '\0' .. owner
+
+local function dequeue()
+  if queued then
+    rcall('zrem', queue, owner)
+    rcall('hdel', registrations, owner)
+  end
+end
 
 if rcall('exists', lock) == 0 then
   local old = rcall('get', oldCounter)
@@ -29,15 +47,17 @@ if rcall('exists', lock) == 0 then
   end
   -- The fence first: if the counter cannot be incremented, nothing has been written.
   local fence = rcall('incr', counter)
-  rcall('hset', lock, owner, 1, '', fence)
+  rcall('hset', lock, owner, 1, '', fence, attemptField, attempt)
   rcall('pexpire', lock, ttl)
+  dequeue()
   return { 1, fence, 1, ttl }
 end
 
 if rcall('hexists', lock, owner) == 1 then
   local holds = tonumber(rcall('hget', lock, owner))
-  if not fresh then
+  if not fresh and (attempt == '' or rcall('hget', lock, attemptField) ~= attempt) then
     holds = rcall('hincrby', lock, owner, 1)
+    rcall('hset', lock, attemptField, attempt)
   end
   local pttl = rcall('pttl', lock)
   if pttl < ttl then
@@ -46,7 +66,22 @@ if rcall('hexists', lock, owner) == 1 then
   end
   -- A hold taken by an earlier version keeps its fence in the per-key counter.
   local fence = rcall('hget', lock, '') or rcall('get', oldCounter) or '0'
+  dequeue()
   return { 1, tonumber(fence), holds, pttl }
+end
+
+-- Refused: a caller that will wait joins the queue (first registration fixes its place), so the
+-- release can name the next owner and wake that one waiter, in whichever process it waits.
+if lease > 0 then
+  local time = rcall('time')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  rcall('zadd', queue, 'NX', now, owner)
+  rcall('hset', registrations, owner, now + lease)
+  for _, key in ipairs({ queue, registrations }) do
+    if rcall('pttl', key) < lease then
+      rcall('pexpire', key, lease)
+    end
+  end
 end
 
 return { 0, rcall('pttl', lock) }

@@ -5,6 +5,7 @@ import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../p
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
+import abandonLua from './abandon.lua';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
@@ -12,6 +13,10 @@ import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(acquireLua);
+const abandonScript = new LuaScript(abandonLua);
+
+/** A release message naming the next queued owner: `released:<owner>`. */
+const ADDRESSED = 'released:';
 const releaseScript = new LuaScript(releaseLua);
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
@@ -23,14 +28,22 @@ function keysOf(resource: string) {
   if (lock === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
   refuseSiblingName(resource, lock);
-  return { lock, oldCounter: legacyFenceCounter(lock), channel: `${lock}:released` };
+  return {
+    lock,
+    oldCounter: legacyFenceCounter(lock),
+    channel: `${lock}:released`,
+    queue: `${lock}:queue`,
+    registrations: `${lock}:waiters`,
+  };
 }
 
 /**
  * The native format: a hash `{<key>}` holding `owner → hold count` and `'' → fence` with a ms
  * TTL, a fence counter shared by the locks of a namespace (see `fenceCounter`) bumped by every
  * first acquisition, and a release message on `{<key>}:released`. The owner is the token, so
- * release and extend are compare-and-act.
+ * release and extend are compare-and-act. Callers that wait are queued in `{<key>}:queue` (by
+ * arrival) with a registration lease in `{<key>}:waiters`; a release names the first live one,
+ * so exactly one waiter is woken, in whichever process it waits.
  */
 export function tokenProtocol(): LockProtocol {
   return {
@@ -52,8 +65,21 @@ export function tokenProtocol(): LockProtocol {
       const keys = keysOf(resource);
       const reply = (await acquireScript.run(
         redis,
-        [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.oldCounter],
-        [owner, ttl, context?.fresh ? '1' : '0'],
+        [
+          keys.lock,
+          fenceCounter(resource, keys.lock, isCluster(redis)),
+          keys.oldCounter,
+          keys.queue,
+          keys.registrations,
+        ],
+        [
+          owner,
+          ttl,
+          context?.fresh ? '1' : '0',
+          context?.queueLease ?? 0,
+          context?.queued ? '1' : '0',
+          context?.attempt ?? '',
+        ],
       )) as number[];
       if (reply[0] === 1) {
         return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner, ttl: reply[3]! };
@@ -65,10 +91,19 @@ export function tokenProtocol(): LockProtocol {
       const keys = keysOf(resource);
       const left = (await releaseScript.run(
         redis,
-        [keys.lock],
+        [keys.lock, keys.queue, keys.registrations],
         [owner, publishCommand(redis), keys.channel],
       )) as number;
       return releaseReply(left);
+    },
+
+    async abandon(redis, resource, owner) {
+      const keys = keysOf(resource);
+      await abandonScript.run(redis, [keys.queue, keys.registrations], [owner]);
+    },
+
+    addressee(message) {
+      return message.startsWith(ADDRESSED) ? message.slice(ADDRESSED.length) : undefined;
     },
 
     extend: extendOne(extendAll),

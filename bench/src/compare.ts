@@ -1,0 +1,200 @@
+/**
+ * The comparison run, `pnpm bench [--quick]`: @lock/core against a hand-written floor, redlock@5
+ * and redis-semaphore, side by side in one run, on redis-servers this process starts (one server,
+ * then five masters). Prints the tables and writes bench/results/latest.json. Method: bench/README.md.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type RedisMasters, type RedisServer, startMasters, startRedis } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { describeMachine, machineLine } from './machine.js';
+import type { Counted } from './measure/counted.js';
+import { countRoundTrips, ignoreRoundTrips } from './measure/round-trips.js';
+import { checkTargets, type Results, render } from './report.js';
+import { analyse, type ContentionSlice } from './scenarios/contention.js';
+import {
+  type ContentionShape,
+  contentionAcrossProcesses,
+  contentionInProcess,
+  localWaiters,
+  processWaiters,
+} from './scenarios/contention-runs.js';
+import { renewal, renewingKinds } from './scenarios/renewal.js';
+import { throughputOf, throughputSlice } from './scenarios/throughput.js';
+import { latencyOf, uncontendedSlice } from './scenarios/uncontended.js';
+import { makeSubject, quorumKinds, type Subject, type SubjectKind, singleKinds } from './subjects.js';
+
+const quick = process.argv.includes('--quick');
+/** Each scenario is cut into `rounds` slices that alternate between subjects (see README). */
+const settings = quick
+  ? {
+      rounds: 2,
+      iterations: 300,
+      throughputMs: 1_000,
+      contentionMs: 1_500,
+      processRounds: 1,
+      renewalLocks: 2_000,
+      renewalIntervals: 2,
+    }
+  : {
+      rounds: 5,
+      iterations: 3_000,
+      throughputMs: 5_000,
+      contentionMs: 5_000,
+      processRounds: 2,
+      renewalLocks: 10_000,
+      renewalIntervals: 3,
+    };
+const slice = (total: number, rounds: number) => Math.round(total / rounds);
+const shape: ContentionShape = {
+  waiters: 20,
+  holdMs: 1,
+  workMs: 3,
+  durationMs: slice(settings.contentionMs, settings.rounds),
+};
+const processShape: ContentionShape = {
+  ...shape,
+  durationMs: slice(settings.contentionMs, settings.processRounds),
+};
+const resultsFile = fileURLToPath(new URL('../results/latest.json', import.meta.url));
+
+const results: Results = {
+  uncontended: {},
+  throughput: {},
+  contention: {},
+  contentionProcesses: {},
+  renewal: {},
+  redlockUncontended: {},
+  redlockContention: {},
+};
+
+function progress(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+function mapValues<T, R>(record: Record<string, T>, fn: (value: T) => R): Record<string, R> {
+  return Object.fromEntries(Object.entries(record).map(([name, value]) => [name, fn(value)]));
+}
+
+/**
+ * Runs `measure` for every kind, round after round, each subject on its own connections: a
+ * disturbance of the shared machine then lands on every subject alike instead of on whichever
+ * ran at that moment. The servers are emptied after every slice.
+ */
+async function interleaved<T>(
+  label: string,
+  kinds: readonly SubjectKind[],
+  servers: readonly RedisServer[],
+  admins: readonly Redis[],
+  rounds: number,
+  measure: (subject: Subject) => Promise<T>,
+): Promise<Record<string, T[]>> {
+  const entries = kinds.map((kind) => {
+    const clients = servers.map((server) => server.client());
+    return { kind, clients, subject: makeSubject(kind, clients), slices: [] as T[] };
+  });
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      progress(`${label}: round ${round} of ${rounds}`);
+      for (const entry of entries) {
+        entry.slices.push(await measure(entry.subject));
+        await Promise.all(admins.map((admin) => admin.flushall()));
+      }
+    }
+  } finally {
+    for (const entry of entries) {
+      await entry.subject.close();
+      for (const client of entry.clients) client.disconnect();
+    }
+  }
+  return Object.fromEntries(entries.map((entry) => [entry.kind, entry.slices]));
+}
+
+countRoundTrips();
+const server = await startRedis();
+let masters: RedisMasters | undefined;
+try {
+  const admin = ignoreRoundTrips(server.client());
+  const admins = [admin];
+  const machine = await describeMachine(admin);
+  progress(
+    `${quick ? 'quick' : 'full'} run on ${machine.cpus} cores, Node ${machine.node}, Redis ${machine.redis}`,
+  );
+
+  const { rounds } = settings;
+  const single = [server];
+  results.uncontended = mapValues(
+    await interleaved('uncontended', singleKinds, single, admins, rounds, (subject) =>
+      uncontendedSlice(subject, admins, slice(settings.iterations, rounds)),
+    ),
+    latencyOf,
+  );
+  results.throughput = mapValues(
+    await interleaved('throughput', singleKinds, single, admins, rounds, (subject) =>
+      throughputSlice(subject, admins, {
+        loops: 200,
+        keys: 100,
+        durationMs: slice(settings.throughputMs, rounds),
+      }),
+    ),
+    throughputOf,
+  );
+  results.contention = mapValues(
+    await interleaved('contention, 1 process', singleKinds, single, admins, rounds, (subject) =>
+      contentionInProcess(subject, admins, shape),
+    ),
+    (slices) => analyse(slices, localWaiters(shape)),
+  );
+  const acrossProcesses: Record<string, Counted<ContentionSlice>[]> = {};
+  for (let round = 1; round <= settings.processRounds; round++) {
+    for (const kind of singleKinds) {
+      progress(`contention, 4 processes: ${kind}, round ${round} of ${settings.processRounds}`);
+      const slices = acrossProcesses[kind] ?? [];
+      slices.push(await contentionAcrossProcesses(kind, [server.url], admins, processShape, 4));
+      acrossProcesses[kind] = slices;
+      await admin.flushall();
+    }
+  }
+  results.contentionProcesses = mapValues(acrossProcesses, (slices) =>
+    analyse(slices, processWaiters(processShape, 4).flat()),
+  );
+  for (const kind of renewingKinds) {
+    progress(`renewal: ${kind}`);
+    const client = server.client();
+    results.renewal[kind] = await renewal(kind, client, {
+      locks: settings.renewalLocks,
+      ttl: 3_000,
+      intervals: settings.renewalIntervals,
+    });
+    client.disconnect();
+    await admin.flushall();
+  }
+
+  masters = await startMasters(5);
+  const quorumAdmins = masters.clients().map(ignoreRoundTrips);
+  results.redlockUncontended = mapValues(
+    await interleaved('RedLock uncontended', quorumKinds, masters.servers, quorumAdmins, rounds, (subject) =>
+      uncontendedSlice(subject, quorumAdmins, slice(settings.iterations, rounds)),
+    ),
+    latencyOf,
+  );
+  results.redlockContention = mapValues(
+    await interleaved('RedLock contention', quorumKinds, masters.servers, quorumAdmins, rounds, (subject) =>
+      contentionInProcess(subject, quorumAdmins, shape),
+    ),
+    (slices) => analyse(slices, localWaiters(shape)),
+  );
+
+  const targets = checkTargets(results);
+  process.stdout.write(`${render(results, targets)}\n`);
+  process.stdout.write(`\n${machineLine(machine)}\n`);
+  mkdirSync(fileURLToPath(new URL('../results/', import.meta.url)), { recursive: true });
+  writeFileSync(
+    resultsFile,
+    `${JSON.stringify({ date: new Date().toISOString(), mode: quick ? 'quick' : 'full', machine, settings, shape, results, targets }, null, 2)}\n`,
+  );
+  process.stdout.write(`results written to ${resultsFile}\n`);
+} finally {
+  await masters?.stop();
+  await server.stop();
+}

@@ -1,0 +1,89 @@
+/**
+ * A RedLock contender in its own process, for the fault tests (fault-fleet.ts starts it).
+ * argv[2] is a `FaultPlan` as JSON. It connects, prints `{"ready":true}`, waits for a line on
+ * stdin, then takes the lock `iterations` times. Each critical section is real: it reads the
+ * witness counter, works for `hold` ms, writes the counter back plus one. It prints one JSON
+ * line per critical section as soon as it ends: its `process.hrtime` interval (CLOCK_MONOTONIC,
+ * shared by every process of the host), the fence, and whether the lock was still held at the
+ * end (a hold the library reported lost is not a belief of mutual exclusion). A failed
+ * acquisition prints `{"error": …}` and the loop goes on.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { createEngine } from '../../src/engine/engine.js';
+import { backendOn } from '../../src/redlock/backend.js';
+import { createRedlock } from '../../src/redlock/create.js';
+import { resolveQuorumOptions } from '../../src/redlock/options.js';
+import type { Locker } from '../../src/types.js';
+
+/** What one contender process is told. */
+export interface FaultPlan {
+  readonly id: number;
+  /** One URL per master, in the same order for every contender; `reachable[i]` false simulates a partition. */
+  readonly masters: readonly string[];
+  /** Which masters this contender can reach; the others get a connection refused at once. */
+  readonly reachable: readonly boolean[];
+  /** A URL nothing listens on: what an unreachable master's client connects to. */
+  readonly nowhere: string;
+  /**
+   * A wrong quorum for the broken variant, built below the public API (which cannot be given
+   * one): only tests use it, to show that their checker catches what it breaks.
+   */
+  readonly quorum?: number;
+  readonly key: string;
+  readonly witnessUrl: string;
+  readonly iterations: number;
+  /** How long each critical section works, in ms. */
+  readonly hold: number;
+  readonly ttl: number;
+  readonly wait: number;
+  readonly nodeTimeout: number;
+}
+
+const plan = JSON.parse(process.argv[2]!) as FaultPlan;
+const clients = plan.masters.map((url, index) =>
+  plan.reachable[index] ? new Redis(url) : new Redis(plan.nowhere, { enableOfflineQueue: false }),
+);
+// The contender's own clients: its application handles their errors. The library's own
+// connections must not need this (the test fails on any "Unhandled error event").
+for (const client of clients) client.on('error', () => {});
+const witness = new Redis(plan.witnessUrl);
+
+function lockerOf(): Locker {
+  if (plan.quorum === undefined) return createRedlock({ clients, nodeTimeout: plan.nodeTimeout });
+  const context = resolveQuorumOptions({ clients, nodeTimeout: plan.nodeTimeout });
+  const backend = backendOn({ ...context, quorum: plan.quorum });
+  return createEngine(backend, { commandTimeout: backend.callTimeout });
+}
+
+const locker = lockerOf();
+await Promise.all(clients.filter((_, index) => plan.reachable[index]).map((client) => client.ping()));
+await witness.ping();
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+await new Promise((resolve) => process.stdin.once('data', resolve));
+// Nothing more is read: an open stdin would keep the process alive after the last iteration.
+process.stdin.destroy();
+
+for (let i = 0; i < plan.iterations; i++) {
+  let lock: Awaited<ReturnType<Locker['acquire']>>;
+  try {
+    lock = await locker.acquire(plan.key, { ttl: plan.ttl, wait: plan.wait });
+  } catch (error) {
+    const { name, code } = error as { name: string; code?: string };
+    process.stdout.write(`${JSON.stringify({ worker: plan.id, error: name, code })}\n`);
+    continue;
+  }
+  const start = process.hrtime.bigint();
+  const seen = Number((await witness.get(plan.key)) ?? '0');
+  await sleep(plan.hold);
+  await witness.set(plan.key, String(seen + 1));
+  const end = process.hrtime.bigint();
+  const held = !lock.signal.aborted && lock.validUntil > performance.now();
+  await lock.release().catch(() => {});
+  const line = { worker: plan.id, start: String(start), end: String(end), fence: lock.fence, held };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+await locker.close();
+witness.disconnect();
+for (const client of clients) client.disconnect();

@@ -1,0 +1,81 @@
+import { createLocker, type Lock, ReplicationError } from '@lock/core';
+import { assertHistory, checkHistory, HistoryRecorder } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+import { reportFigures } from './support/figures.js';
+import { startPartitionedSentinel } from './support/partitioned-sentinel.js';
+import { rounds, timeLimit } from './support/tier.js';
+
+const TRIALS = rounds(1, 5);
+const KEY = 's11:order';
+
+/**
+ * S11 + S13: the replication link is cut (proxy blackhole), A acquires on the master, the master
+ * is killed (-9) and the sentinels promote the replica, then B acquires on the new master.
+ * One fence was handed out (and replicated) before the cut, so both counters start equal.
+ */
+async function crashAfterCut(replication: false | { replicas: number; timeout: number }) {
+  const setup = await startPartitionedSentinel();
+  try {
+    const a = createLocker({ redis: setup.client(), replication });
+    const recorderA = new HistoryRecorder('A');
+    const recorderB = new HistoryRecorder('B');
+    const warmup = await a.acquire(KEY, { ttl: 30_000 });
+    await warmup.release();
+    await setup.synced();
+    setup.link.blackhole();
+    let refused: unknown;
+    let lockA: Lock | undefined;
+    try {
+      lockA = await a.acquire(KEY, { ttl: 30_000, wait: 0 });
+      recorderA.acquired(lockA);
+    } catch (error) {
+      refused = error;
+    }
+    await setup.master.kill();
+    const promotion = await setup.promoted();
+    const b = createLocker({ redis: setup.client(), replication: false });
+    const lockB = await b.acquire(KEY, { ttl: 30_000, wait: 5_000 });
+    recorderB.acquired(lockB);
+    await lockB.release();
+    await b.close();
+    return { events: [...recorderA.events, ...recorderB.events], lockA, lockB, refused, warmup, promotion };
+  } finally {
+    await setup.stop();
+  }
+}
+
+describe(`S11/S13: master crash after the replication link was cut, Sentinel promotion (${TRIALS} trials each)`, () => {
+  it(
+    'without WAIT (✗-expected): two holders and a repeated fence, both detected',
+    async () => {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        const { events, lockA, lockB, refused, promotion } = await crashAfterCut(false);
+        expect(refused).toBeUndefined();
+        const verdict = checkHistory(events);
+        reportFigures('S11 without WAIT', {
+          trial,
+          'promotion ms': promotion,
+          overlaps: verdict.overlaps.length,
+        });
+        expect(verdict.overlaps).toHaveLength(1);
+        expect(verdict.fenceIssues.map((issue) => issue.kind)).toEqual(['duplicate']);
+        expect(lockB.fence).toBe(lockA!.fence);
+      }
+    },
+    timeLimit(30_000, 300_000),
+  );
+
+  it(
+    'with WAIT 1 gating: A is refused (ReplicationError) and released, B’s fence is above every confirmed one',
+    async () => {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        const { events, refused, lockB, warmup } = await crashAfterCut({ replicas: 1, timeout: 200 });
+        expect(refused).toBeInstanceOf(ReplicationError);
+        expect((refused as ReplicationError).confirmed).toBe(0);
+        expect(assertHistory(events, { name: 'S11-wait' }).intervals).toBe(1);
+        expect(lockB.fence).toBeGreaterThan(warmup.fence);
+      }
+    },
+    timeLimit(30_000, 300_000),
+  );
+});

@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLocker, fencedSet, type Lock } from '@lock/core';
+import { assertHistory, checkHistory, HistoryRecorder, readHistory, startRedis } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+import { startScript } from './support/child.js';
+import { rounds, timeLimit } from './support/tier.js';
+
+const TTL = 400;
+const ROUNDS = rounds(3, 50);
+
+/**
+ * S6 (Kleppmann): holder A checks its lease, is frozen by SIGSTOP between the check and its
+ * write until its lease ran out and B acquired and wrote, then resumes and writes. Runs `ROUNDS`
+ * rounds and returns the merged history and A's write results.
+ */
+async function pausedHolderRounds(fenced: boolean) {
+  await using server = await startRedis();
+  const dir = mkdtempSync(join(tmpdir(), 's6-'));
+  const key = 's6:account';
+  const resource = 's6:resource';
+  const holderA = startScript('support/paused-writer.ts', {
+    url: server.url,
+    key,
+    ttl: TTL,
+    resource,
+    fenced,
+    history: join(dir, 'a.jsonl'),
+    id: 'A',
+  });
+  const redis = server.client();
+  const locker = createLocker({ redis });
+  const recorderB = new HistoryRecorder('B');
+  const results: { fence: number; accepted: boolean; fenceB: number }[] = [];
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      holderA.send('acquire');
+      await holderA.line((line) => line === 'checked');
+      holderA.pause();
+      // B waits for A's lease to run out: the pause lasts at least the rest of A's lease.
+      const lock: Lock = await locker.acquire(key, { ttl: 10_000, wait: 10_000 });
+      recorderB.acquired(lock);
+      const accepted = fenced
+        ? await fencedSet(redis, resource, lock.fence, 'B')
+        : (await redis.hset(resource, 'fence', lock.fence, 'value', 'B')) >= 0;
+      recorderB.wrote(lock, accepted, resource);
+      recorderB.released(lock);
+      await lock.release();
+      holderA.resume();
+      const reply = JSON.parse(await holderA.line((line) => line.startsWith('{'))) as {
+        fence: number;
+        accepted: boolean;
+      };
+      results.push({ ...reply, fenceB: lock.fence });
+    }
+  } finally {
+    await holderA.stop();
+    await locker.close();
+  }
+  const events = [...readHistory(join(dir, 'a.jsonl')), ...recorderB.events];
+  rmSync(dir, { recursive: true, force: true });
+  return { events, results };
+}
+
+describe(`S6: a holder frozen (SIGSTOP) between its lease check and its write, ${ROUNDS} rounds`, () => {
+  it(
+    'fenced: every late write is refused, B’s fence is higher, and the history checks clean',
+    async () => {
+      const { events, results } = await pausedHolderRounds(true);
+      expect(results).toHaveLength(ROUNDS);
+      for (const { fence, accepted, fenceB } of results) {
+        expect(accepted).toBe(false);
+        expect(fenceB).toBeGreaterThan(fence);
+      }
+      const verdict = assertHistory(events, { name: 'S6-fenced' });
+      expect(verdict.staleWrites).toHaveLength(0);
+      expect(verdict.intervals).toBe(2 * ROUNDS);
+    },
+    timeLimit(30_000, 300_000),
+  );
+
+  it(
+    'unfenced (✗-expected): every late write is accepted, and the checker reports each as stale and overlapping',
+    async () => {
+      const { events, results } = await pausedHolderRounds(false);
+      expect(results.map((result) => result.accepted)).toEqual(Array(ROUNDS).fill(true));
+      // Epsilon 0: A's late write lands after B's grant by construction, sometimes by less than 1 ms.
+      const verdict = checkHistory(events, { epsilonMs: 0 });
+      expect(verdict.ok).toBe(false);
+      expect(verdict.staleWrites).toHaveLength(ROUNDS);
+      expect(verdict.staleWrites.every((write) => write.process === 'A')).toBe(true);
+      expect(verdict.overlaps).toHaveLength(ROUNDS);
+      expect(verdict.maxOverrunMs).toBeGreaterThan(0);
+    },
+    timeLimit(30_000, 300_000),
+  );
+});

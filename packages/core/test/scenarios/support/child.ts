@@ -1,0 +1,67 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const register = fileURLToPath(new URL('../../../../../tooling/register.mjs', import.meta.url));
+
+/** A TypeScript script run in its own Node process, talked to by lines on stdin and stdout. */
+export interface ScriptProcess {
+  readonly child: ChildProcess;
+  /** Sends one line to its stdin. */
+  send(line: string): void;
+  /** The next line it prints (after those already taken) that passes `accept`. */
+  line(accept?: (line: string) => boolean): Promise<string>;
+  /** Freezes it (SIGSTOP): its timers and sockets stop until `resume()`. */
+  pause(): void;
+  resume(): void;
+  /** Kills it, if still running, and waits for the exit. */
+  stop(): Promise<void>;
+}
+
+/** Starts `script` (a path relative to this folder's parent) with `plan` as JSON in argv[2]. */
+export function startScript(script: string, plan: unknown): ScriptProcess {
+  const path = fileURLToPath(new URL(`../${script}`, import.meta.url));
+  const child = spawn(process.execPath, ['--import', register, path, JSON.stringify(plan)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const waiting = new Set<() => void>();
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const check of [...waiting]) check();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    send: (line) => child.stdin?.write(`${line}\n`),
+    line(accept = () => true) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const index = lines.findIndex(accept);
+          if (index === -1) return;
+          waiting.delete(check);
+          resolve(lines.splice(index, 1)[0]!);
+        };
+        waiting.add(check);
+        check();
+        void exited.then(() => {
+          if (waiting.delete(check))
+            reject(new Error(`${script} exited before printing the expected line: ${stderr}`));
+        });
+      });
+    },
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGCONT');
+        child.kill('SIGKILL');
+      }
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * A contender process for S1. argv[2] is JSON `{ url, witnessUrl, key, iterations, id, history,
+ * locked }`. Each iteration takes the lock (unless `locked` is false: the broken variant, which
+ * records the same events without locking), does a read-modify-write of the witness counter
+ * with a random 0–2 ms pause in between, and releases. Events go to the JSONL file `history`;
+ * acquire and release latencies (ms) are printed as one JSON line at the end.
+ */
+import { createLocker } from '@lock/core';
+import { HistoryRecorder } from '@lock/testing';
+import { Redis } from 'ioredis';
+
+interface Plan {
+  url: string;
+  witnessUrl: string;
+  key: string;
+  iterations: number;
+  id: string;
+  history: string;
+  locked: boolean;
+}
+
+const plan = JSON.parse(process.argv[2]!) as Plan;
+const redis = new Redis(plan.url);
+const witness = new Redis(plan.witnessUrl);
+const locker = createLocker({ redis, replication: false });
+const recorder = new HistoryRecorder(plan.id, { file: plan.history });
+const acquireMs: number[] = [];
+const releaseMs: number[] = [];
+const pause = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+
+for (let i = 0; i < plan.iterations; i++) {
+  const started = performance.now();
+  const lock = plan.locked
+    ? await locker.acquire(plan.key, { ttl: 5_000, wait: 120_000 })
+    : { key: plan.key, fence: i, validUntil: performance.now() + 5_000, release: async () => 'released' };
+  acquireMs.push(performance.now() - started);
+  recorder.acquired(lock);
+  const seen = Number((await witness.get(`${plan.key}:witness`)) ?? '0');
+  await pause();
+  await witness.set(`${plan.key}:witness`, String(seen + 1));
+  recorder.released(lock);
+  const releasing = performance.now();
+  await lock.release();
+  releaseMs.push(performance.now() - releasing);
+}
+recorder.close();
+process.stdout.write(`${JSON.stringify({ acquireMs, releaseMs })}\n`);
+await locker.close();
+redis.disconnect();
+witness.disconnect();

@@ -1,0 +1,66 @@
+import { createLocker, fenceCounter, keySlot } from '@lock/core';
+import { startCluster, startRedis } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+
+describe('fence counters', () => {
+  it('leave one counter, not one per key, after 2 000 distinct keys were locked and released', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const token = createLocker({ redis });
+    const legacy = createLocker({ redis, protocol: 'legacy' });
+    const fences: number[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      for (const locker of [token, legacy]) {
+        const lock = await locker.acquire(`order:${i}`, { ttl: 5_000 });
+        fences.push(lock.fence);
+        await lock.release();
+      }
+    }
+    expect(await redis.keys('*')).toEqual(['{lock:#}:fences']);
+    expect(fences).toEqual(fences.map((_, i) => i + 1));
+    await token.close();
+    await legacy.close();
+  });
+
+  it('migrate a per-key counter of an earlier version: the fence goes on from it, and it is deleted', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    await redis.set('{lock:order:7}:fence', '57');
+    await redis.set('{lock:order:8}:fence', '3');
+    await redis.set('{lock:legacy:9}:fence', '90');
+    const token = createLocker({ redis });
+    const legacy = createLocker({ redis, protocol: 'legacy' });
+    const first = await token.acquire('order:7', { ttl: 5_000 });
+    expect(first.fence).toBe(58);
+    await first.release();
+    const second = await token.acquire('order:8', { ttl: 5_000 });
+    // The shared counter is already past this key's old counter: still strictly increasing.
+    expect(second.fence).toBe(59);
+    const third = await legacy.acquire('legacy:9', { ttl: 5_000 });
+    expect(third.fence).toBe(91);
+    expect(await redis.exists('{lock:order:7}:fence', '{lock:order:8}:fence', '{lock:legacy:9}:fence')).toBe(
+      0,
+    );
+    expect((await token.inspect('order:8')).fence).toBe(59);
+    expect((await legacy.inspect('legacy:9')).fence).toBe(91);
+    await second.release();
+    await third.release();
+    await token.close();
+    await legacy.close();
+  });
+
+  it('on a cluster, live in the slot of the locks they serve', async () => {
+    await using cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    const redis = cluster.client();
+    const locker = createLocker({ redis });
+    for (const key of ['a', 'order:1', 'order:{user:7}:cart']) {
+      const lock = await locker.acquire(key, { ttl: 5_000 });
+      const lockKey = key.includes('{') ? `lock:${key}` : `{lock:${key}}`;
+      const counter = fenceCounter(`lock:${key}`, lockKey, true);
+      expect(keySlot(counter)).toBe(keySlot(lockKey));
+      expect(await redis.get(counter)).toBe(String(lock.fence));
+      await lock.release();
+    }
+    await locker.close();
+  });
+});

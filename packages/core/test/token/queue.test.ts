@@ -1,0 +1,148 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createLocker, type Lock, type Locker } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+import { waiterSubscribed } from '../contract/keys.js';
+import { startHolder } from '../faults/support/processes.js';
+
+/** Polls once a minute: within a test, only a release message can wake its waiters. */
+const SLOW_POLL = { base: 60_000, max: 60_000, jitter: 0 };
+
+async function registrations(
+  redis: ReturnType<Awaited<ReturnType<typeof startRedis>>['client']>,
+  key: string,
+) {
+  return redis.hgetall(`{lock:${key}}:waiters`);
+}
+
+async function untilRegistered(server: Awaited<ReturnType<typeof startRedis>>, key: string, count: number) {
+  const redis = server.client();
+  const end = performance.now() + 5_000;
+  while (Object.keys(await registrations(redis, key)).length < count) {
+    if (performance.now() > end) throw new Error(`${count} waiters never queued on ${key}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('the token protocol’s waiter queue', () => {
+  it('a release wakes exactly one waiter across lockers, in arrival order, each on its first wake-up', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const holder = createLocker({ redis });
+    // Four lockers stand for four processes: each has its own subscriber and its own waiters.
+    const lockers: Locker[] = Array.from({ length: 4 }, () => createLocker({ redis, retry: SLOW_POLL }));
+    const attempts: number[] = [];
+    const onAcquire = (message: unknown) => {
+      const event = message as { key: string; attempts: number };
+      if (event.key === 'queued') attempts.push(event.attempts);
+    };
+    subscribe('lock:acquire', onAcquire);
+    try {
+      const first = await holder.acquire('queued', { ttl: 30_000 });
+      attempts.length = 0;
+      const order: number[] = [];
+      const waiting: Promise<Lock>[] = [];
+      for (const [index, locker] of lockers.entries()) {
+        waiting.push(
+          locker.acquire('queued', { ttl: 30_000, wait: 20_000 }).then((lock) => {
+            order.push(index);
+            return lock;
+          }),
+        );
+        await untilRegistered(server, 'queued', index + 1);
+      }
+      await waiterSubscribed([redis], 'queued');
+      await first.release();
+      for (let turn = 0; turn < lockers.length; turn++) {
+        const lock = await Promise.race(waiting.filter((_, i) => !order.slice(0, turn).includes(i)));
+        await lock.release();
+      }
+      expect(order).toEqual([0, 1, 2, 3]);
+      // Refused, refused again right after subscribing (a release may have slipped by), then the
+      // one wake-up meant for it: nobody woke for nothing.
+      expect(attempts).toEqual([3, 3, 3, 3]);
+      expect(await redis.exists('{lock:queued}:queue', '{lock:queued}:waiters')).toBe(0);
+    } finally {
+      unsubscribe('lock:acquire', onAcquire);
+      await Promise.all([holder, ...lockers].map((locker) => locker.close()));
+    }
+  });
+
+  it('a waiter that aborts or times out leaves the queue at once', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const locker = createLocker({ redis });
+    const lock = await locker.acquire('left', { ttl: 30_000 });
+    const controller = new AbortController();
+    const aborted = locker
+      .acquire('left', { wait: 10_000, signal: controller.signal })
+      .catch((e: unknown) => e);
+    const timedOut = locker.acquire('left', { wait: 300 }).catch((e: unknown) => e);
+    await untilRegistered(server, 'left', 2);
+    controller.abort();
+    expect((await aborted) as Error).toHaveProperty('name', 'AbortError');
+    expect((await timedOut) as Error).toHaveProperty('code', 'ERR_LOCK_ACQUIRE_TIMEOUT');
+    expect(await registrations(redis, 'left')).toEqual({});
+    expect(await redis.zcard('{lock:left}:queue')).toBe(0);
+    await lock.release();
+    await locker.close();
+  });
+
+  it('a waiter process killed while queued is skipped once its registration lapses', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const holder = createLocker({ redis });
+    const first = await holder.acquire('crashed', { ttl: 30_000 });
+    const crashed = startHolder({ url: server.url, key: 'crashed', ttl: 30_000, wait: 30_000 });
+    try {
+      await crashed.line((line) => line === 'ready');
+      await untilRegistered(server, 'crashed', 1);
+      crashed.child.kill('SIGKILL');
+      const survivor = createLocker({ redis, retry: SLOW_POLL });
+      const waiting = survivor.acquire('crashed', { ttl: 5_000, wait: 20_000 });
+      await untilRegistered(server, 'crashed', 2);
+      // The crashed waiter came first; the release may name it only while its lease lasts.
+      const [dead] = Object.values(await registrations(redis, 'crashed'))
+        .map(Number)
+        .sort();
+      for (;;) {
+        const [seconds, micros] = (await redis.time()).map(Number) as [number, number];
+        if (Number(seconds) * 1_000 + Number(micros) / 1_000 > dead!) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await first.release();
+      const next = await waiting;
+      expect(next.fence).toBeGreaterThan(first.fence);
+      await next.release();
+      await survivor.close();
+    } finally {
+      crashed.child.kill('SIGKILL');
+      await holder.close();
+    }
+  });
+
+  it('a grant racing the waiter’s deadline never hands out an expired handle nor leaves a lock held by nobody', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const holder = createLocker({ redis });
+    const waiter = createLocker({ redis });
+    const expired: string[] = [];
+    const orphaned: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const key = `race:${i}`;
+      const lock = await holder.acquire(key, { ttl: 5_000 });
+      const wait = 40 + (i % 5) * 10;
+      const outcome = waiter.acquire(key, { ttl: 5_000, wait }).catch(() => null);
+      await new Promise((resolve) => setTimeout(resolve, wait - 5 + (i % 3) * 5));
+      await lock.release();
+      const handle = await outcome;
+      if (handle !== null && handle.remaining() <= 0) expired.push(key);
+      await handle?.release();
+      if (await waiter.isLocked(key)) orphaned.push(key);
+    }
+    expect(expired).toEqual([]);
+    expect(orphaned).toEqual([]);
+    await holder.close();
+    await waiter.close();
+  });
+});

@@ -1,0 +1,92 @@
+import { InvalidOptionError } from '@lock/core';
+import type { GraphQLError } from 'graphql';
+import { isTtl, isWait } from './durations.js';
+import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
+
+const KNOWN: readonly (keyof LockedDirectiveOptions)[] = [
+  'locker',
+  'name',
+  'ttl',
+  'wait',
+  'keys',
+  'onLocked',
+  'httpStatus',
+  'signal',
+];
+const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+const DEFAULT_HTTP: Required<HttpStatusOptions> = { locked: 409, unavailable: 503 };
+
+/** Validates the factory options and fills in the defaults; throws `InvalidOptionError` naming the bad value. */
+export function checkOptions(options: LockedDirectiveOptions): Settings {
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', options, 'an object with a locker');
+  for (const name of Object.keys(options)) {
+    if (!KNOWN.includes(name as keyof LockedDirectiveOptions))
+      throw new InvalidOptionError(
+        name,
+        (options as unknown as Record<string, unknown>)[name],
+        `one of ${KNOWN.join(', ')}`,
+      );
+  }
+  const { locker, name = 'locked', ttl, wait, keys = {} } = options;
+  if (typeof locker?.acquire !== 'function') throw new InvalidOptionError('locker', locker, 'a Locker');
+  if (typeof name !== 'string' || !GRAPHQL_NAME.test(name))
+    throw new InvalidOptionError('name', name, 'a GraphQL name');
+  if (ttl !== undefined && !isTtl(ttl))
+    throw new InvalidOptionError('ttl', ttl, 'a positive integer number of ms below 2^31');
+  if (wait !== undefined && !isWait(wait))
+    throw new InvalidOptionError('wait', wait, 'a non-negative integer number of ms, or Infinity');
+  return {
+    locker,
+    name,
+    ttl,
+    wait,
+    keys: checkKeys(keys),
+    onLocked: functionOr('onLocked', options.onLocked, rethrow),
+    http: checkHttp(options.httpStatus),
+    signal: functionOr('signal', options.signal, requestSignal),
+  };
+}
+
+function checkKeys(keys: unknown): Readonly<Record<string, KeyFunction>> {
+  if (typeof keys !== 'object' || keys === null)
+    throw new InvalidOptionError('keys', keys, 'an object of key functions');
+  for (const [name, fn] of Object.entries(keys)) {
+    if (!GRAPHQL_NAME.test(name))
+      throw new InvalidOptionError('keys', name, 'names made of letters, digits and _');
+    if (typeof fn !== 'function') throw new InvalidOptionError(`keys.${name}`, fn, 'a function');
+  }
+  return keys as Readonly<Record<string, KeyFunction>>;
+}
+
+function checkHttp(value: unknown): Required<HttpStatusOptions> | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return DEFAULT_HTTP;
+  if (typeof value !== 'object' || value === null)
+    throw new InvalidOptionError('httpStatus', value, 'a boolean or { locked, unavailable }');
+  const statuses = { ...DEFAULT_HTTP, ...(value as HttpStatusOptions) };
+  for (const [name, status] of Object.entries(statuses)) {
+    if (!(name in DEFAULT_HTTP))
+      throw new InvalidOptionError(`httpStatus.${name}`, status, 'only locked and unavailable');
+    if (!Number.isInteger(status) || status < 400 || status > 599)
+      throw new InvalidOptionError(`httpStatus.${name}`, status, 'an HTTP error status from 400 to 599');
+  }
+  return statuses;
+}
+
+function functionOr<F>(name: string, value: F | undefined, fallback: F): F {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'function') throw new InvalidOptionError(name, value, 'a function');
+  return value;
+}
+
+function rethrow(error: GraphQLError): never {
+  throw error;
+}
+
+/** Yoga puts the Fetch `Request` (whose signal aborts when the client goes away) on the context. */
+function requestSignal(context: unknown): AbortSignal | undefined {
+  const holder = context as { request?: { signal?: unknown }; signal?: unknown } | null | undefined;
+  const signal = holder?.request?.signal ?? holder?.signal;
+  return signal instanceof AbortSignal ? signal : undefined;
+}

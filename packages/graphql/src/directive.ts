@@ -1,0 +1,125 @@
+import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
+import {
+  defaultFieldResolver,
+  type GraphQLFieldConfig,
+  type GraphQLOutputType,
+  type GraphQLSchema,
+  getNullableType,
+  isListType,
+} from 'graphql';
+import { checkOptions } from './check-options.js';
+import { LockedDirectiveError } from './directive-error.js';
+import { isTtl, isWait } from './durations.js';
+import { type LockedField, lockedResolver } from './locked-resolver.js';
+import type { LockedDirectiveOptions, Settings } from './options.js';
+import { parseTemplate } from './template.js';
+
+/** What `lockedDirective` returns: the SDL to add to your type definitions, and the schema transformer. */
+export interface LockedDirective {
+  /** `directive @locked(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION` (under the chosen name). */
+  readonly lockedDirectiveTypeDefs: string;
+  /**
+   * Returns a schema whose `@locked` fields (in SDL or in a field's `extensions.directives`)
+   * run under their lock. Throws `LockedDirectiveError` for a directive it cannot apply.
+   */
+  readonly lockedDirectiveTransformer: (schema: GraphQLSchema) => GraphQLSchema;
+}
+
+const DIRECTIVE_ARGS = ['key', 'ttl', 'wait'];
+
+/**
+ * The `@locked` directive: operations calling a field with the same key run one at a time.
+ *
+ * ```ts
+ * const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+ * ```
+ */
+export function lockedDirective(options: LockedDirectiveOptions): LockedDirective {
+  const settings = checkOptions(options);
+  const name = settings.name;
+  return {
+    lockedDirectiveTypeDefs: `"""
+Calls of this field with the same key run one at a time, each holding a Redis lock while its resolver runs.
+key: template such as "order:{args.id}"; ttl: lease in ms; wait: how long to wait for a busy lock, in ms.
+"""
+directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
+`,
+    lockedDirectiveTransformer: (schema) =>
+      mapSchema(schema, {
+        [MapperKind.OBJECT_FIELD]: (config, fieldName, typeName) => {
+          const coordinate = `${typeName}.${fieldName}`;
+          const directive = onlyDirective(schema, config, coordinate, name);
+          if (directive === undefined) return config;
+          if (typeName === schema.getSubscriptionType()?.name) {
+            throw new LockedDirectiveError(
+              coordinate,
+              `@${name} cannot lock a subscription field: a lock held for the life of an event stream would starve every other caller`,
+            );
+          }
+          const field = lockedField(directive, config, coordinate, settings);
+          return {
+            ...config,
+            resolve: lockedResolver(config.resolve ?? defaultFieldResolver, field, settings),
+          };
+        },
+        [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {
+          const coordinate = `${typeName}.${fieldName}`;
+          if (onlyDirective(schema, config, coordinate, name) === undefined) return config;
+          throw new LockedDirectiveError(
+            coordinate,
+            `@${name} on an interface field would lock nothing (resolvers belong to object types): put it on the fields of the implementing types`,
+          );
+        },
+      }),
+  };
+}
+
+function onlyDirective(
+  schema: GraphQLSchema,
+  config: GraphQLFieldConfig<unknown, unknown>,
+  coordinate: string,
+  name: string,
+): Record<string, unknown> | undefined {
+  const found = getDirective(schema, config, name);
+  if (found === undefined || found.length === 0) return undefined;
+  if (found.length > 1) throw new LockedDirectiveError(coordinate, `has @${name} ${found.length} times`);
+  return found[0];
+}
+
+function lockedField(
+  directive: Record<string, unknown>,
+  config: GraphQLFieldConfig<unknown, unknown>,
+  coordinate: string,
+  settings: Settings,
+): LockedField {
+  const at = `@${settings.name}`;
+  for (const argument of Object.keys(directive)) {
+    if (!DIRECTIVE_ARGS.includes(argument))
+      throw new LockedDirectiveError(
+        coordinate,
+        `${at} has no argument "${argument}" (it has: key, ttl, wait)`,
+      );
+  }
+  const { key, ttl, wait } = directive;
+  if (typeof key !== 'string')
+    throw new LockedDirectiveError(coordinate, `${at} needs a key template string`);
+  if (ttl != null && !isTtl(ttl))
+    throw new LockedDirectiveError(coordinate, `${at}(ttl: ${ttl}) must be a positive integer number of ms`);
+  if (wait != null && !isWait(wait))
+    throw new LockedDirectiveError(
+      coordinate,
+      `${at}(wait: ${wait}) must be a non-negative integer number of ms`,
+    );
+  return {
+    coordinate,
+    template: parseTemplate(key, { coordinate, args: config.args }, settings.keys, at),
+    ttl: ttl ?? settings.ttl,
+    wait: wait ?? settings.wait,
+    listDepth: listDepth(config.type),
+  };
+}
+
+function listDepth(type: GraphQLOutputType): number {
+  const nullable = getNullableType(type);
+  return isListType(nullable) ? 1 + listDepth(nullable.ofType) : 0;
+}

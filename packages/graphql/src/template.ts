@@ -1,0 +1,165 @@
+import {
+  type GraphQLFieldConfigArgumentMap,
+  type GraphQLInputType,
+  type GraphQLResolveInfo,
+  getNullableType,
+  isInputObjectType,
+  isLeafType,
+  isListType,
+} from 'graphql';
+import { LockedDirectiveError } from './directive-error.js';
+import { badInput } from './field-errors.js';
+import type { KeyFunction } from './options.js';
+
+/** A key template parsed once, when the schema is transformed. */
+export interface KeyTemplate {
+  /** Builds the key of one call; throws a `BAD_USER_INPUT` GraphQLError when a segment is null or missing. */
+  build(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): string;
+}
+
+/** The field a template belongs to, as the transformer sees it. */
+export interface TemplateField {
+  /** `Type.field`. */
+  readonly coordinate: string;
+  readonly args: GraphQLFieldConfigArgumentMap | undefined;
+}
+
+type Part = string | Segment;
+
+interface Segment {
+  /** As written, e.g. `args.input.orderId`. */
+  readonly text: string;
+  read(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): unknown;
+}
+
+// `{{` and `}}` are literal braces, `{…}` a segment, a lone brace a mistake.
+const TOKEN = /\{\{|\}\}|\{([^{}]*)\}|[{}]/g;
+const SEGMENT = /^(args|context|keys)((?:\.[_A-Za-z][_0-9A-Za-z]*)+)$/;
+
+/**
+ * Parses `order:{args.id}`-style templates: `{args.a.b}` reads an argument (and fields of input
+ * objects), `{context.a.b}` the GraphQL context, `{keys.name}` calls a key function. Throws
+ * `LockedDirectiveError` naming the field for anything that could never make a key.
+ */
+export function parseTemplate(
+  template: string,
+  field: TemplateField,
+  keys: Readonly<Record<string, KeyFunction>>,
+  directive: string,
+): KeyTemplate {
+  const refuse = (why: string) =>
+    new LockedDirectiveError(field.coordinate, `${directive}(key: ${JSON.stringify(template)}) ${why}`);
+  const parts: Part[] = [];
+  let literal = '';
+  let from = 0;
+  for (const match of template.matchAll(TOKEN)) {
+    literal += template.slice(from, match.index);
+    from = match.index + match[0].length;
+    if (match[0] === '{{' || match[0] === '}}') {
+      literal += match[0][0];
+      continue;
+    }
+    if (match[1] === undefined)
+      throw refuse(`has a lone "${match[0]}" (write "${match[0]}${match[0]}" for a literal brace)`);
+    if (literal) parts.push(literal);
+    literal = '';
+    parts.push(parseSegment(match[1], field, keys, refuse));
+  }
+  literal += template.slice(from);
+  if (literal) parts.push(literal);
+  if (parts.length === 0) throw refuse('is empty');
+  return {
+    build(args, context, info) {
+      let key = '';
+      for (const part of parts)
+        key += typeof part === 'string' ? part : segmentValue(part, args, context, info);
+      return key;
+    },
+  };
+}
+
+function parseSegment(
+  text: string,
+  field: TemplateField,
+  keys: Readonly<Record<string, KeyFunction>>,
+  refuse: (why: string) => Error,
+): Segment {
+  const match = SEGMENT.exec(text);
+  if (!match) throw refuse(`has a segment {${text}}: expected {args.name}, {context.name} or {keys.name}`);
+  const [, source, dotted] = match as unknown as [string, 'args' | 'context' | 'keys', string];
+  const path = dotted.slice(1).split('.');
+  if (source === 'context') return { text, read: (_args, context) => walk(context, path) };
+  if (source === 'keys') {
+    const [name] = path as [string];
+    const fn = keys[name];
+    if (path.length !== 1 || fn === undefined) {
+      const known = Object.keys(keys);
+      throw refuse(
+        `names {${text}}, but the keys option has no function "${path.join('.')}" (it has: ${known.join(', ') || 'none'})`,
+      );
+    }
+    return { text, read: (args, context, info) => fn(args, context, info) };
+  }
+  checkArgumentPath(path, field, refuse);
+  return { text, read: (args) => walk(args, path) };
+}
+
+/** The path must name an argument, then fields of input objects, and end at a scalar or enum. */
+function checkArgumentPath(
+  path: readonly string[],
+  field: TemplateField,
+  refuse: (why: string) => Error,
+): void {
+  const [name, ...rest] = path as [string, ...string[]];
+  const argument = field.args?.[name];
+  if (argument === undefined) {
+    const known = Object.keys(field.args ?? {});
+    throw refuse(
+      `names args.${name}, but ${field.coordinate} has no argument "${name}" (it has: ${known.join(', ') || 'none'})`,
+    );
+  }
+  let type: GraphQLInputType = getNullableType(argument.type);
+  let walked = `args.${name}`;
+  for (const step of rest) {
+    if (!isInputObjectType(type))
+      throw refuse(`names ${walked}.${step}, but ${walked} is ${type}, not an input object`);
+    const inner = type.getFields()[step];
+    if (inner === undefined)
+      throw refuse(`names ${walked}.${step}, but input ${type.name} has no field "${step}"`);
+    type = getNullableType(inner.type);
+    walked += `.${step}`;
+  }
+  if (isListType(type) || !isLeafType(type))
+    throw refuse(`names ${walked}, which is ${type}: a key segment must be a scalar or an enum`);
+}
+
+function walk(root: unknown, path: readonly string[]): unknown {
+  let value = root;
+  for (const step of path) {
+    if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return undefined;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return value;
+}
+
+function segmentValue(
+  segment: Segment,
+  args: Record<string, unknown>,
+  context: unknown,
+  info: GraphQLResolveInfo,
+): string {
+  const value = segment.read(args, context, info);
+  const coordinate = `${info.parentType.name}.${info.fieldName}`;
+  if (value === null || value === undefined)
+    throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
+  if (
+    typeof value === 'string' ||
+    typeof value === 'number' ||
+    typeof value === 'bigint' ||
+    typeof value === 'boolean'
+  )
+    return String(value);
+  throw badInput(
+    `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
+  );
+}

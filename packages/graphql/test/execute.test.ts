@@ -1,0 +1,304 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { createLocker, type Locker, runInChain } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import {
+  type ExecutionResult,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  graphql,
+} from 'graphql';
+import type { Redis } from 'ioredis';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockedDirectiveError, type LockedDirectiveOptions, lockedDirective, lockOf } from '../src/index.js';
+import { overlapping } from './support/checkout.js';
+
+let redis: RedisServer;
+let client: Redis;
+let locker: Locker;
+let prefix: string;
+let lockers = 0;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  client = redis.client();
+  return () => redis.stop();
+});
+
+afterEach(() => locker.close());
+
+function newLocker(): Locker {
+  lockers += 1;
+  prefix = `execute:${lockers}:`;
+  locker = createLocker({ redis: client, prefix });
+  return locker;
+}
+
+type Resolvers = Parameters<typeof makeExecutableSchema>[0]['resolvers'];
+
+function build(
+  sdl: string,
+  resolvers: Resolvers,
+  options: Partial<LockedDirectiveOptions> = {},
+): GraphQLSchema {
+  const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({
+    locker: newLocker(),
+    ...options,
+  });
+  return lockedDirectiveTransformer(
+    makeExecutableSchema({ typeDefs: [lockedDirectiveTypeDefs, sdl], resolvers }),
+  );
+}
+
+async function run(
+  schema: GraphQLSchema,
+  source: string,
+  contextValue: unknown = {},
+): Promise<ExecutionResult> {
+  return graphql({ schema, source, contextValue });
+}
+
+const codes = (result: ExecutionResult) => result.errors?.map((error) => [error.path, error.extensions.code]);
+
+describe('keys', () => {
+  it('answers BAD_USER_INPUT for a missing nullable argument, runs nothing and writes nothing to Redis', async () => {
+    let calls = 0;
+    const schema = build('type Query { order(id: ID): Int @locked(key: "order:{args.id}") }', {
+      Query: { order: () => ++calls },
+    });
+    const result = await run(schema, '{ order }');
+
+    expect(result.data).toEqual({ order: null });
+    expect(codes(result)).toEqual([[['order'], 'BAD_USER_INPUT']]);
+    expect(result.errors![0]!.message).toBe(
+      'Query.order needs {args.id} for its lock key, and it is undefined',
+    );
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
+  it('answers BAD_USER_INPUT for a missing context value or a key function answering null', async () => {
+    const schema = build(
+      'type Query { a: Int @locked(key: "t:{context.tenant.id}") b: Int @locked(key: "c:{keys.cart}") }',
+      { Query: { a: () => 1, b: () => 2 } },
+      { keys: { cart: () => null } },
+    );
+    const result = await run(schema, '{ a b }', { tenant: null });
+
+    expect(codes(result)).toEqual([
+      [['a'], 'BAD_USER_INPUT'],
+      [['b'], 'BAD_USER_INPUT'],
+    ]);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
+  it('builds the key from input objects, the context and key functions', async () => {
+    const schema = build(
+      `input PayInput { order: OrderRef! } input OrderRef { id: ID! }
+       type Query { x: Int }
+       type Mutation {
+         pay(input: PayInput!): String @locked(key: "{{{context.tenant}}}:order:{args.input.order.id}:{keys.day}")
+       }`,
+      { Mutation: { pay: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).key } },
+      { keys: { day: (args) => `${(args.input as { order: { id: string } }).order.id.length}d` } },
+    );
+    const result = await run(schema, 'mutation { pay(input: { order: { id: "42" } }) }', { tenant: 'acme' });
+
+    expect(result).toEqual({ data: { pay: '{acme}:order:42:2d' } });
+  });
+});
+
+describe('the lock around the resolver', () => {
+  it('gives the resolver its handle: fences increase, the signal is live', async () => {
+    const schema = build('type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1") }', {
+      Mutation: {
+        pay: (_: unknown, __: unknown, ___: unknown, info: never) => {
+          expect(lockOf(info).signal.aborted).toBe(false);
+          lockOf(info).assertHeld();
+          return lockOf(info).fence;
+        },
+      },
+    });
+    const first = await run(schema, 'mutation { pay }');
+    const second = await run(schema, 'mutation { pay }');
+
+    expect((second.data!.pay as number) > (first.data!.pay as number)).toBe(true);
+  });
+
+  it('throws LockedDirectiveError from lockOf on a field without the directive', async () => {
+    const schema = build('type Query { plain: Int }', {
+      Query: { plain: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).fence },
+    });
+    const result = await run(schema, '{ plain }');
+
+    expect(result.errors![0]!.originalError).toBeInstanceOf(LockedDirectiveError);
+    expect(result.errors![0]!.message).toMatch(/^Query\.plain: lockOf\(info\) found no lock/);
+  });
+
+  it('releases when the resolver throws', async () => {
+    const schema = build('type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1") }', {
+      Mutation: {
+        pay: async () => {
+          await delay(1);
+          throw new Error('card declined');
+        },
+      },
+    });
+    const result = await run(schema, 'mutation { pay }');
+
+    expect(result.errors![0]!.message).toBe('card declined');
+    expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
+  it('lets code inside the resolver re-enter the field lock', async () => {
+    const schema = build(
+      'type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1", wait: 0) }',
+      {
+        Mutation: { pay: () => locker.using('order:1', { wait: 0 }, (inner) => inner.holds) },
+      },
+    );
+
+    expect(await run(schema, 'mutation { pay }')).toEqual({ data: { pay: 2 } });
+    expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
+  it('hands onLocked the LOCKED error and uses what it returns', async () => {
+    const seen: unknown[] = [];
+    const schema = build(
+      'type Query { order(id: ID!): Int @locked(key: "order:{args.id}", wait: 0) }',
+      { Query: { order: () => 1 } },
+      {
+        onLocked: (error, call) => {
+          seen.push([error.extensions.code, call.key, call.args]);
+          return -1;
+        },
+      },
+    );
+    const holder = await locker.acquire('order:5');
+    const result = await run(schema, '{ order(id: 5) }');
+    await holder.release();
+
+    expect(result).toEqual({ data: { order: -1 } });
+    expect(seen).toEqual([['LOCKED', 'order:5', { id: '5' }]]);
+  });
+
+  it('holds the lock of a list field until every item has settled', async () => {
+    const heldWhileComputing: boolean[] = [];
+    const item = async (n: number) => {
+      await delay(5);
+      heldWhileComputing.push(await locker.isLocked('batch'));
+      if (n === 2) throw new Error('item 2 failed');
+      return n;
+    };
+    const schema = build('type Query { batch: [Int] @locked(key: "batch") }', {
+      Query: { batch: () => [item(1), item(2), item(3)] },
+    });
+    const result = await run(schema, '{ batch }');
+
+    expect(result.data).toEqual({ batch: [1, null, 3] });
+    expect(result.errors?.map((error) => [error.path, error.message])).toEqual([
+      [['batch', 1], 'item 2 failed'],
+    ]);
+    expect(heldWhileComputing).toEqual([true, true, true]);
+    expect(await locker.isLocked('batch')).toBe(false);
+  });
+
+  it('locks fields of code-first schemas that carry the directive in extensions', async () => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker: newLocker() });
+    const schema = lockedDirectiveTransformer(
+      new GraphQLSchema({
+        query: new GraphQLObjectType({
+          name: 'Query',
+          fields: {
+            order: {
+              type: GraphQLInt,
+              args: { id: { type: new GraphQLNonNull(GraphQLID) } },
+              resolve: (_, __, ___, info) => lockOf(info).fence,
+              extensions: { directives: { locked: { key: 'order:{args.id}', wait: 0 } } },
+            },
+          },
+        }),
+      }),
+    );
+    const holder = await locker.acquire('order:8');
+    const busy = await run(schema, '{ order(id: 8) }');
+    await holder.release();
+    const free = await run(schema, '{ order(id: 8) }');
+
+    expect(codes(busy)).toEqual([[['order'], 'LOCKED']]);
+    expect(free.data!.order).toBeGreaterThan(holder.fence);
+  });
+});
+
+describe('two @locked fields with the same key in one operation', () => {
+  function sameKeySchema(wait: number) {
+    const intervals: [bigint, bigint][] = [];
+    const schema = build(
+      `type Query {
+         a: Int @locked(key: "cart:1", wait: ${wait})
+         b: Int @locked(key: "cart:1", wait: ${wait})
+       }`,
+      {
+        Query: {
+          a: async () => {
+            const entered = process.hrtime.bigint();
+            await delay(20);
+            intervals.push([entered, process.hrtime.bigint()]);
+            return 1;
+          },
+          b: async () => {
+            const entered = process.hrtime.bigint();
+            await delay(20);
+            intervals.push([entered, process.hrtime.bigint()]);
+            return 2;
+          },
+        },
+      },
+    );
+    return { schema, intervals };
+  }
+
+  it('run one after the other: the second waits for the first to settle (no re-entry, no deadlock)', async () => {
+    const { schema, intervals } = sameKeySchema(5_000);
+    const result = await run(schema, '{ a b }');
+
+    expect(result).toEqual({ data: { a: 1, b: 2 } });
+    expect(intervals).toHaveLength(2);
+    expect(overlapping(intervals)).toBe(false);
+  });
+
+  it('answer LOCKED for the second with wait: 0, also when the operation runs inside runInChain', async () => {
+    const { schema, intervals } = sameKeySchema(0);
+    const result = await runInChain(() => run(schema, '{ a b }'));
+
+    expect(intervals).toHaveLength(1);
+    expect(codes(result)).toHaveLength(1);
+    expect(codes(result)![0]![1]).toBe('LOCKED');
+    expect(Object.values(result.data!).sort()).toEqual([1, null].sort());
+  });
+
+  it("re-enter a lock that encloses the whole operation (a caller's using of the same key), without deadlock", async () => {
+    const schema = build(
+      `type Query {
+         a: Int @locked(key: "cart:1", wait: 0)
+         b: Int @locked(key: "cart:1", wait: 0)
+       }`,
+      {
+        Query: {
+          a: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).holds,
+          b: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).holds,
+        },
+      },
+    );
+    const result = await locker.using('cart:1', () => run(schema, '{ a b }'));
+
+    // Both are nested in the caller's hold, so each counts as one more hold of it.
+    expect(result.errors).toBeUndefined();
+    expect(result.data!.a).toBeGreaterThanOrEqual(2);
+    expect(result.data!.b).toBeGreaterThanOrEqual(2);
+    expect(await locker.isLocked('cart:1')).toBe(false);
+  });
+});

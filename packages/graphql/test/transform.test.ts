@@ -1,0 +1,166 @@
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { createLocker, InvalidOptionError, type Locker } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockedDirectiveError, lockedDirective } from '../src/index.js';
+
+let redis: RedisServer;
+let locker: Locker;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  locker = createLocker({ redis: redis.client(), prefix: 'transform:' });
+});
+
+afterAll(async () => {
+  await locker.close();
+  await redis.stop();
+});
+
+function transform(sdl: string, keys = {}) {
+  const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker, keys });
+  const schema = makeExecutableSchema({
+    typeDefs: [
+      lockedDirectiveTypeDefs,
+      `input PayInput { orderId: ID, card: Card, tags: [String!] }
+       input Card { number: String! }
+       ${sdl}`,
+    ],
+  });
+  return () => lockedDirectiveTransformer(schema);
+}
+
+describe('templates are checked when the schema is transformed', () => {
+  it.each([
+    [
+      'an argument the field does not have',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.orderId}") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "order:{args.orderId}") names args.orderId, but Mutation.payOrder has no argument "orderId" (it has: id)',
+    ],
+    [
+      'a field the input object does not have',
+      'type Mutation { pay(input: PayInput!): Int @locked(key: "order:{args.input.id}") } type Query { x: Int }',
+      'Mutation.pay: @locked(key: "order:{args.input.id}") names args.input.id, but input PayInput has no field "id"',
+    ],
+    [
+      'an input object instead of a scalar',
+      'type Mutation { pay(input: PayInput!): Int @locked(key: "card:{args.input.card}") } type Query { x: Int }',
+      'Mutation.pay: @locked(key: "card:{args.input.card}") names args.input.card, which is Card: a key segment must be a scalar or an enum',
+    ],
+    [
+      'a list',
+      'type Mutation { pay(input: PayInput!): Int @locked(key: "tag:{args.input.tags}") } type Query { x: Int }',
+      'Mutation.pay: @locked(key: "tag:{args.input.tags}") names args.input.tags, which is [String!]: a key segment must be a scalar or an enum',
+    ],
+    [
+      'a path through a scalar',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id.x}") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "order:{args.id.x}") names args.id.x, but args.id is ID, not an input object',
+    ],
+    [
+      'a key function that was not given',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "cart:{keys.cartOf}") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "cart:{keys.cartOf}") names {keys.cartOf}, but the keys option has no function "cartOf" (it has: none)',
+    ],
+    [
+      'an unknown source',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{source.id}") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "order:{source.id}") has a segment {source.id}: expected {args.name}, {context.name} or {keys.name}',
+    ],
+    [
+      'a lone brace',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "order:{args.id") has a lone "{" (write "{{" for a literal brace)',
+    ],
+    [
+      'an empty key',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "") is empty',
+    ],
+    [
+      'a negative ttl',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: -1) } type Query { x: Int }',
+      'Mutation.payOrder: @locked(ttl: -1) must be a positive integer number of ms',
+    ],
+  ])('refuses %s, naming the field and the argument', (_, sdl, message) => {
+    expect(transform(sdl)).toThrowError(LockedDirectiveError);
+    expect(transform(sdl)).toThrow(message);
+  });
+
+  it('accepts literal braces, input-object paths, context and key functions', () => {
+    const apply = transform(
+      'type Mutation { pay(input: PayInput!): Int @locked(key: "{{t}}:{context.tenant}:{args.input.orderId}:{keys.cart}") } type Query { x: Int }',
+      { cart: () => 'c' },
+    );
+    expect(apply).not.toThrow();
+  });
+});
+
+describe('fields the directive refuses', () => {
+  it('refuses a subscription field', () => {
+    const apply = transform(
+      'type Subscription { paid(id: ID!): Int @locked(key: "order:{args.id}") } type Query { x: Int }',
+    );
+    expect(apply).toThrow(/^Subscription\.paid: @locked cannot lock a subscription field/);
+  });
+
+  it('refuses an interface field, whose resolvers belong to the object types', () => {
+    const apply = transform(
+      'interface Payable { pay(id: ID!): Int @locked(key: "order:{args.id}") } type Query { x: Int }',
+    );
+    expect(apply).toThrow(/^Payable\.pay: @locked on an interface field would lock nothing/);
+  });
+
+  it('refuses unknown or mistyped arguments in code-first extensions', () => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker });
+    const schemaWith = (directives: Record<string, unknown>) =>
+      new GraphQLSchema({
+        query: new GraphQLObjectType({
+          name: 'Query',
+          fields: {
+            order: { type: GraphQLInt, args: { id: { type: GraphQLString } }, extensions: { directives } },
+          },
+        }),
+      });
+    expect(() =>
+      lockedDirectiveTransformer(schemaWith({ locked: { key: 'o:{args.id}', timeout: 5 } })),
+    ).toThrow('Query.order: @locked has no argument "timeout" (it has: key, ttl, wait)');
+    expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 5 } }))).toThrow(
+      'Query.order: @locked needs a key template string',
+    );
+    expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', wait: 1.5 } }))).toThrow(
+      'Query.order: @locked(wait: 1.5) must be a non-negative integer number of ms',
+    );
+    expect(() => lockedDirectiveTransformer(schemaWith({ locked: [{ key: 'a' }, { key: 'b' }] }))).toThrow(
+      'Query.order: has @locked 2 times',
+    );
+  });
+});
+
+describe('factory options', () => {
+  it.each([
+    [{ locker: undefined }, 'invalid option "locker": undefined (expected a Locker)'],
+    [{ name: 'lock-ed' }, 'invalid option "name": "lock-ed" (expected a GraphQL name)'],
+    [{ ttl: 0 }, 'invalid option "ttl": 0 (expected a positive integer number of ms below 2^31)'],
+    [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],
+    [{ keys: { cart: 'x' } }, 'invalid option "keys.cart": "x" (expected a function)'],
+    [
+      { httpStatus: { locked: 200 } },
+      'invalid option "httpStatus.locked": 200 (expected an HTTP error status from 400 to 599)',
+    ],
+    [{ onLocked: 'null' }, 'invalid option "onLocked": "null" (expected a function)'],
+    [{ timeout: 5 }, 'invalid option "timeout": 5'],
+  ])('refuses %j', (options, message) => {
+    const create = () => lockedDirective({ locker, ...options } as never);
+    expect(create).toThrowError(InvalidOptionError);
+    expect(create).toThrow(message);
+  });
+
+  it('names the directive as told', () => {
+    const { lockedDirectiveTypeDefs } = lockedDirective({ locker, name: 'serial' });
+    expect(lockedDirectiveTypeDefs).toContain(
+      'directive @serial(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION',
+    );
+  });
+});

@@ -1,0 +1,123 @@
+import type { AcquireTraceContext, Lock } from '@lock/core';
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_LOCK_ATTEMPTS,
+  ATTR_LOCK_FENCE,
+  ATTR_LOCK_HANDOFF,
+  ATTR_LOCK_KEY,
+  ATTR_LOCK_OUTCOME,
+  ATTR_LOCK_PROTOCOL,
+  ATTR_LOCK_REENTRY,
+  ATTR_LOCK_TTL_MS,
+  ATTR_LOCK_WAIT_LIMIT_MS,
+  ATTR_LOCK_WAIT_MS,
+} from './attributes.js';
+import type { AcquireEvent } from './events.js';
+import { type AcquireOutcome, errorType, failureOutcome } from './outcome.js';
+import type { Telemetry } from './telemetry.js';
+
+/** The context object of one traced acquire call: by its end it carries `result` or `error`. */
+export type AcquireCall = AcquireTraceContext & { readonly result?: Lock | null; readonly error?: unknown };
+
+/** One acquire call in progress. */
+export interface Acquisition {
+  readonly span: Span;
+  /** The caller's context: the parent of the acquire span and of the hold span. */
+  readonly parent: Context;
+  /** The caller's context with the acquire span active, for everything the call does. */
+  readonly active: Context;
+  readonly pattern: string;
+  readonly metricAttributes: Attributes;
+  readonly startedAt: number;
+}
+
+/** Outcomes that mean the call failed at its job, as opposed to answering "busy" or being called off. */
+const FAILED: ReadonlySet<AcquireOutcome> = new Set(['timeout', 'unavailable', 'error']);
+
+/** The `lock.acquire` spans, the wait histogram and the waiting and timeout counts. */
+export class Acquisitions {
+  private readonly calls = new Map<AcquireCall, Acquisition>();
+
+  constructor(private readonly telemetry: Telemetry) {}
+
+  /** The acquisition of `call`, begun at its first use, which happens in the caller's context. */
+  of(call: AcquireCall): Acquisition {
+    const known = this.calls.get(call);
+    if (known) return known;
+    const { tracer, metrics } = this.telemetry;
+    const pattern = this.telemetry.pattern(call.key);
+    const parent = context.active();
+    const span = tracer.startSpan(
+      `lock.acquire ${pattern}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [ATTR_LOCK_KEY]: pattern,
+          [ATTR_LOCK_PROTOCOL]: call.protocol,
+          [ATTR_LOCK_TTL_MS]: call.ttl,
+          [ATTR_LOCK_WAIT_LIMIT_MS]: call.wait,
+        },
+      },
+      parent,
+    );
+    const acquisition: Acquisition = {
+      span,
+      parent,
+      active: trace.setSpan(parent, span),
+      pattern,
+      metricAttributes: this.telemetry.metricAttributes(call.protocol, pattern),
+      startedAt: performance.now(),
+    };
+    this.calls.set(call, acquisition);
+    metrics.waiting.add(1, acquisition.metricAttributes);
+    return acquisition;
+  }
+
+  /** Core granted the lock, inside the call. */
+  granted(acquisition: Acquisition, event: AcquireEvent): void {
+    acquisition.span.setAttributes({
+      [ATTR_LOCK_ATTEMPTS]: event.attempts,
+      [ATTR_LOCK_FENCE]: event.fence,
+      [ATTR_LOCK_REENTRY]: event.holds > 1,
+      [ATTR_LOCK_HANDOFF]: event.handoff,
+    });
+  }
+
+  /** The call returned or threw: its span ends and its wait is recorded. */
+  finish(call: AcquireCall): void {
+    const acquisition = this.calls.get(call);
+    if (!acquisition) return;
+    this.calls.delete(call);
+    const { span, metricAttributes } = acquisition;
+    const { metrics } = this.telemetry;
+    const waited = performance.now() - acquisition.startedAt;
+    const failed = 'error' in call;
+    const outcome: AcquireOutcome = failed ? failureOutcome(call.error) : call.result ? 'acquired' : 'busy';
+    span.setAttributes({ [ATTR_LOCK_OUTCOME]: outcome, [ATTR_LOCK_WAIT_MS]: waited });
+    if (call.attempts !== undefined) span.setAttribute(ATTR_LOCK_ATTEMPTS, call.attempts);
+    if (failed) span.setAttribute(ATTR_ERROR_TYPE, errorType(call.error));
+    if (FAILED.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    metrics.waiting.add(-1, metricAttributes);
+    metrics.waitDuration.record(waited / 1000, { ...metricAttributes, [ATTR_LOCK_OUTCOME]: outcome });
+    if (outcome === 'timeout') metrics.timeouts.add(1, metricAttributes);
+  }
+
+  /** Stops tracking the calls still in progress: their spans end without an outcome. */
+  close(): void {
+    for (const { span, metricAttributes } of this.calls.values()) {
+      span.end();
+      this.telemetry.metrics.waiting.add(-1, metricAttributes);
+    }
+    this.calls.clear();
+  }
+}

@@ -1,0 +1,128 @@
+import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_LOCK_EXTENSIONS,
+  ATTR_LOCK_FENCE,
+  ATTR_LOCK_HOLD_OUTCOME,
+  ATTR_LOCK_KEY,
+  ATTR_LOCK_LOST_REASON,
+  ATTR_LOCK_PROTOCOL,
+  ATTR_LOCK_REENTRY,
+  ATTR_LOCK_RENEWALS,
+} from './attributes.js';
+import { type AcquireEvent, type ExtendEvent, holdId, type LostEvent, type ReleaseEvent } from './events.js';
+import type { Telemetry } from './telemetry.js';
+
+/** How a hold ended, as `lock.hold.outcome` records it. */
+export type HoldOutcome = 'released' | 'not-owner' | 'lost';
+
+/** One lock this process holds, with every re-entrant handle of its owner. */
+interface Hold {
+  readonly span: Span;
+  readonly metricAttributes: Attributes;
+  readonly startedAt: number;
+  handles: number;
+  renewals: number;
+  extensions: number;
+  /** Whether a release found the lock already gone. */
+  gone: boolean;
+}
+
+/** The `lock.held` spans, the hold histogram and the held, loss and renewal counts. */
+export class Holds {
+  private readonly holds = new Map<string, Hold>();
+
+  constructor(private readonly telemetry: Telemetry) {}
+
+  /** A lock was acquired: a new hold starts, or an owner re-enters the one it has. */
+  acquired(event: AcquireEvent, parent: Context, pattern: string): void {
+    const metricAttributes = this.telemetry.metricAttributes(event.protocol, pattern);
+    this.telemetry.metrics.acquisitions.add(1, { ...metricAttributes, [ATTR_LOCK_REENTRY]: event.holds > 1 });
+    const id = holdId(event);
+    const known = this.holds.get(id);
+    if (known) {
+      known.handles += 1;
+      return;
+    }
+    const span = this.telemetry.tracer.startSpan(
+      `lock.held ${pattern}`,
+      {
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [ATTR_LOCK_KEY]: pattern,
+          [ATTR_LOCK_PROTOCOL]: event.protocol,
+          [ATTR_LOCK_FENCE]: event.fence,
+        },
+      },
+      parent,
+    );
+    this.holds.set(id, {
+      span,
+      metricAttributes,
+      startedAt: performance.now(),
+      handles: 1,
+      renewals: 0,
+      extensions: 0,
+      gone: false,
+    });
+    this.telemetry.metrics.held.add(1, metricAttributes);
+  }
+
+  /** A handle was released; the hold ends with its last handle. */
+  released(event: ReleaseEvent): void {
+    const id = holdId(event);
+    const hold = this.holds.get(id);
+    // A release that failed gave nothing up: the handle may release again.
+    if (!hold || event.result === 'error') return;
+    hold.gone ||= event.result === 'not-owner';
+    hold.handles -= 1;
+    if (hold.handles === 0) this.end(id, hold, hold.gone ? 'not-owner' : 'released');
+  }
+
+  extended(event: ExtendEvent): void {
+    const hold = this.holds.get(holdId(event));
+    if (!hold) return;
+    if (!event.renewal) {
+      hold.extensions += 1;
+      return;
+    }
+    hold.renewals += 1;
+    this.telemetry.metrics.renewals.add(1, hold.metricAttributes);
+  }
+
+  lost(event: LostEvent): void {
+    const id = holdId(event);
+    const hold = this.holds.get(id);
+    if (!hold) return;
+    hold.span.setAttributes({ [ATTR_LOCK_LOST_REASON]: event.reason, [ATTR_ERROR_TYPE]: 'ERR_LOCK_LOST' });
+    this.telemetry.metrics.losses.add(1, { ...hold.metricAttributes, [ATTR_LOCK_LOST_REASON]: event.reason });
+    this.end(id, hold, 'lost');
+  }
+
+  /** Stops tracking the holds still open: their spans end without an outcome. */
+  close(): void {
+    for (const hold of this.holds.values()) {
+      hold.span.end();
+      this.telemetry.metrics.held.add(-1, hold.metricAttributes);
+    }
+    this.holds.clear();
+  }
+
+  private end(id: string, hold: Hold, outcome: HoldOutcome): void {
+    this.holds.delete(id);
+    const { span, metricAttributes } = hold;
+    span.setAttributes({
+      [ATTR_LOCK_HOLD_OUTCOME]: outcome,
+      [ATTR_LOCK_RENEWALS]: hold.renewals,
+      [ATTR_LOCK_EXTENSIONS]: hold.extensions,
+    });
+    if (outcome !== 'released') span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    const { metrics } = this.telemetry;
+    metrics.held.add(-1, metricAttributes);
+    metrics.holdDuration.record((performance.now() - hold.startedAt) / 1000, {
+      ...metricAttributes,
+      [ATTR_LOCK_HOLD_OUTCOME]: outcome,
+    });
+  }
+}

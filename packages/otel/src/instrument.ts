@@ -1,0 +1,129 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Channel } from 'node:diagnostics_channel';
+import type { RenewEvent } from '@lock/core';
+import { acquireTracing, lockEvents } from '@lock/core';
+import { context, diag } from '@opentelemetry/api';
+import { type AcquireCall, type Acquisition, Acquisitions } from './acquisitions.js';
+import { ATTR_LOCK_PROTOCOL } from './attributes.js';
+import { contextStorage } from './context-storage.js';
+import type { AcquireEvent, ExtendEvent, LostEvent, ReleaseEvent } from './events.js';
+import { Holds } from './holds.js';
+import { checkOptions, type InstrumentLocksOptions } from './options.js';
+import { createTelemetry } from './telemetry.js';
+
+/** What `instrumentLocks` returns. */
+export interface LockInstrumentation {
+  /**
+   * Whether acquire spans are active while the call runs, so that Redis command spans (from
+   * `@opentelemetry/instrumentation-ioredis`) nest under them. False when the global context
+   * manager was not an `AsyncLocalStorageContextManager` when `instrumentLocks` was called:
+   * the spans are still recorded, as children of the caller's span.
+   */
+  readonly activeSpans: boolean;
+  /** Stops recording. Spans still open end then, without an outcome. Calling it again does nothing. */
+  disable(): void;
+}
+
+/**
+ * Records every lock of every `@lock/*` locker in this process as OpenTelemetry spans and
+ * metrics, from the diagnostics channels core publishes on (which cost nothing until this
+ * subscribes). Call it once, after the OpenTelemetry SDK has started.
+ */
+export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstrumentation {
+  const telemetry = createTelemetry(checkOptions(options));
+  const acquisitions = new Acquisitions(telemetry);
+  const holds = new Holds(telemetry);
+  // The acquisition a `lock:acquire` event belongs to: the call it is published in.
+  const calls = new AsyncLocalStorage<Acquisition | undefined>();
+  const otelStorage = contextStorage();
+  const ofCall = shielded('start an acquire span', (call: AcquireCall) => acquisitions.of(call));
+
+  const stores: BoundStore[] = [bound(calls, ofCall)];
+  if (otelStorage) stores.push(bound(otelStorage, (call) => ofCall(call)?.active ?? context.active()));
+  else
+    diag.warn('@lock/otel: no AsyncLocalStorageContextManager registered; acquire spans will not be active');
+  const subscriptions: [Channel, Listener][] = [
+    // Core's acquire calls always return a promise: every call ends with asyncEnd.
+    [
+      acquireTracing.asyncEnd,
+      listener('end an acquire span', (call: AcquireCall) => acquisitions.finish(call)),
+    ],
+    [
+      lockEvents.acquire,
+      listener('record an acquisition', (event: AcquireEvent) => {
+        const acquisition = calls.getStore();
+        if (acquisition) acquisitions.granted(acquisition, event);
+        holds.acquired(
+          event,
+          acquisition?.parent ?? context.active(),
+          acquisition?.pattern ?? telemetry.pattern(event.key),
+        );
+      }),
+    ],
+    [lockEvents.release, listener('record a release', (event: ReleaseEvent) => holds.released(event))],
+    [lockEvents.extend, listener('record an extension', (event: ExtendEvent) => holds.extended(event))],
+    [lockEvents.lost, listener('record a lost lock', (event: LostEvent) => holds.lost(event))],
+    [
+      lockEvents.renew,
+      listener('record a renewal batch', (event: RenewEvent) =>
+        telemetry.metrics.renewalBatchSize.record(event.size, { [ATTR_LOCK_PROTOCOL]: event.protocol }),
+      ),
+    ],
+  ];
+  for (const store of stores) store.bind();
+  for (const [channel, onMessage] of subscriptions) channel.subscribe(onMessage);
+
+  let enabled = true;
+  return {
+    activeSpans: otelStorage !== undefined,
+    disable() {
+      if (!enabled) return;
+      enabled = false;
+      for (const [channel, onMessage] of subscriptions) channel.unsubscribe(onMessage);
+      for (const store of stores) store.unbind();
+      acquisitions.close();
+      holds.close();
+    },
+  };
+}
+
+type Listener = (message: unknown) => void;
+
+interface BoundStore {
+  bind(): void;
+  unbind(): void;
+}
+
+/**
+ * A store made current by `acquireTracing.start` for the whole of each acquire call. (Node's
+ * typings allow one store type per channel; this binds two.)
+ */
+function bound<T>(store: AsyncLocalStorage<T>, transform: (call: AcquireCall) => T): BoundStore {
+  const start = acquireTracing.start as unknown as Channel<T, AcquireCall>;
+  return {
+    bind: () => start.bindStore(store, transform),
+    unbind: () => start.unbindStore(store),
+  };
+}
+
+/** A subscriber for messages of type `T` (core documents each channel's payload). */
+function listener<T>(doing: string, fn: (message: T) => void): Listener {
+  const safe = shielded(doing, fn);
+  return (message) => safe(message as T);
+}
+
+/**
+ * A diagnostics_channel subscriber or store transform that throws crashes the process (Node
+ * rethrows it as an uncaught exception): telemetry must never take a service down, so failures
+ * are reported to OpenTelemetry's diagnostic logger instead.
+ */
+function shielded<T, R>(doing: string, fn: (input: T) => R): (input: T) => R | undefined {
+  return (input) => {
+    try {
+      return fn(input);
+    } catch (error) {
+      diag.error(`@lock/otel: failed to ${doing}`, error);
+      return undefined;
+    }
+  };
+}

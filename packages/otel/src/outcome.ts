@@ -1,0 +1,30 @@
+import { LockUnavailableError } from '@lock/core';
+
+/** How an acquire call ended, as `lock.outcome` records it. */
+export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'unavailable' | 'error';
+
+/** Outcomes of core's failures, by their stable `code` (which survives two copies of core). */
+const FAILURES: Readonly<Record<string, AcquireOutcome>> = {
+  ERR_LOCK_BUSY: 'busy',
+  ERR_LOCK_ACQUIRE_TIMEOUT: 'timeout',
+  ABORT_ERR: 'aborted',
+  ERR_LOCK_UNAVAILABLE: 'unavailable',
+  ERR_LOCK_QUORUM: 'unavailable',
+};
+
+export function failureOutcome(error: unknown): AcquireOutcome {
+  // Subclasses of LockUnavailableError may bring codes of their own.
+  if (error instanceof LockUnavailableError) return 'unavailable';
+  return FAILURES[errorType(error)] ?? 'error';
+}
+
+/**
+ * `error.type`: the error's `code` when it has one, else its name. Never its message: core's
+ * messages name the raw key, which `keyPattern` may be redacting.
+ */
+export function errorType(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return '_OTHER';
+  const { code, name } = error as { code?: unknown; name?: unknown };
+  if (typeof code === 'string' && code.length > 0) return code;
+  return typeof name === 'string' && name.length > 0 ? name : '_OTHER';
+}

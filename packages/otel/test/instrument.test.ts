@@ -1,0 +1,221 @@
+import { acquireTracing, createLocker, InvalidOptionError, type Locker, lockEvents } from '@lock/core';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_LOCK_HOLD_OUTCOME,
+  ATTR_LOCK_KEY,
+  ATTR_LOCK_OUTCOME,
+  ATTR_LOCK_REENTRY,
+  instrumentLocks,
+  METRIC_LOCK_ACQUISITIONS,
+  METRIC_LOCK_HELD,
+  METRIC_LOCK_WAIT_DURATION,
+  METRIC_LOCK_WAITING,
+} from '@lock/otel';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { context, diag, SpanStatusCode } from '@opentelemetry/api';
+import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
+import type { Redis as RedisClient } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  contextManager,
+  idOf,
+  meters,
+  parentOf,
+  pointsOf,
+  Redis,
+  spanExporter,
+  total,
+  tracer,
+} from './support/telemetry.js';
+
+const channelsInUse = () =>
+  acquireTracing.hasSubscribers || Object.values(lockEvents).some((channel) => channel.hasSubscribers);
+
+describe('instrumentLocks', () => {
+  let server: RedisServer;
+  let redis: RedisClient;
+  let locker: Locker;
+  let metrics: ReturnType<typeof meters>;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.redisOptions);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+  beforeEach(() => {
+    spanExporter.reset();
+    metrics = meters();
+    locker = createLocker({ redis });
+  });
+  afterEach(async () => {
+    await locker.close();
+    await metrics.shutdown();
+    expect(channelsInUse()).toBe(false);
+  });
+
+  const lockSpans = () => spanExporter.getFinishedSpans().filter((span) => span.name.startsWith('lock.'));
+
+  it('refuses bad options, naming them, before subscribing to anything', () => {
+    const bad: [unknown, RegExp][] = [
+      [null, /invalid option "options": null/],
+      [{ keyPatern: (key: string) => key }, /invalid option "keyPatern"/],
+      [{ keyPattern: 'order:*' }, /invalid option "keyPattern": "order:\*"/],
+      [{ keyOnMetrics: 'yes' }, /invalid option "keyOnMetrics": "yes"/],
+      [{ tracerProvider: {} }, /invalid option "tracerProvider"/],
+      [{ meterProvider: 42 }, /invalid option "meterProvider": 42/],
+    ];
+    for (const [options, message] of bad) {
+      expect(() => instrumentLocks(options as never)).toThrow(InvalidOptionError);
+      expect(() => instrumentLocks(options as never)).toThrow(message);
+    }
+    expect(channelsInUse()).toBe(false);
+  });
+
+  it('records a re-entry on its acquire span and keeps one held span until the last release', async () => {
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    await locker.using('cart:5', async () => {
+      const again = await locker.acquire('cart:5');
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(1);
+      await again.release();
+      expect(lockSpans().filter((span) => span.name.startsWith('lock.held'))).toHaveLength(0);
+    });
+    instrumentation.disable();
+    const acquires = lockSpans().filter((span) => span.name.startsWith('lock.acquire'));
+    expect(acquires.map((span) => span.attributes[ATTR_LOCK_REENTRY])).toEqual([false, true]);
+    const held = lockSpans().filter((span) => span.name.startsWith('lock.held'));
+    expect(held).toHaveLength(1);
+    expect(held[0]!.attributes[ATTR_LOCK_HOLD_OUTCOME]).toBe('released');
+    const all = await metrics.collect();
+    expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(1);
+    expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
+    expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+
+  it('records unavailable and error outcomes with their code and an error status', async () => {
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    await locker.acquire('warm:1').then((lock) => lock.release());
+    server.pause();
+    try {
+      await expect(locker.acquire('order:1', { wait: 300 })).rejects.toMatchObject({
+        code: 'ERR_LOCK_UNAVAILABLE',
+      });
+    } finally {
+      server.resume();
+    }
+    await locker.close();
+    await expect(locker.acquire('order:2')).rejects.toMatchObject({ code: 'ERR_LOCK_CLOSED' });
+    instrumentation.disable();
+    const failed = lockSpans().filter((span) => span.name === 'lock.acquire order:*');
+    expect(
+      failed.map((span) => [span.attributes[ATTR_LOCK_OUTCOME], span.attributes[ATTR_ERROR_TYPE]]),
+    ).toEqual([
+      ['unavailable', 'ERR_LOCK_UNAVAILABLE'],
+      ['error', 'ERR_LOCK_CLOSED'],
+    ]);
+    expect(failed.map((span) => span.status)).toEqual([
+      { code: SpanStatusCode.ERROR },
+      { code: SpanStatusCode.ERROR },
+    ]);
+  });
+
+  it('uses the given keyPattern, and puts the key on metrics only when asked', async () => {
+    const first = instrumentLocks({
+      meterProvider: metrics.meterProvider,
+      keyPattern: (key) => key.toUpperCase(),
+    });
+    await locker.acquire('order:1').then((lock) => lock.release());
+    first.disable();
+    expect(lockSpans().map((span) => span.name)).toEqual(['lock.acquire ORDER:1', 'lock.held ORDER:1']);
+    expect(pointsOf(await metrics.collect(), METRIC_LOCK_ACQUISITIONS)[0]!.attributes).toEqual({
+      'lock.protocol': 'token',
+      'lock.reentry': false,
+    });
+
+    const second = meters();
+    const keyed = instrumentLocks({ meterProvider: second.meterProvider, keyOnMetrics: true });
+    await locker.acquire('order:1').then((lock) => lock.release());
+    keyed.disable();
+    expect(pointsOf(await second.collect(), METRIC_LOCK_ACQUISITIONS)[0]!.attributes).toEqual({
+      'lock.protocol': 'token',
+      'lock.key': 'order:*',
+      'lock.reentry': false,
+    });
+    await second.shutdown();
+  });
+
+  it('survives a keyPattern that throws: the key becomes *, the lock works, the error goes to diag', async () => {
+    const errors: unknown[] = [];
+    diag.setLogger({ ...silent, error: (...args: unknown[]) => errors.push(args) });
+    const instrumentation = instrumentLocks({
+      keyPattern: () => {
+        throw new Error('no pattern today');
+      },
+    });
+    try {
+      const lock = await locker.acquire('order:1');
+      await lock.release();
+    } finally {
+      instrumentation.disable();
+      diag.disable();
+    }
+    expect(lockSpans().map((span) => [span.name, span.attributes[ATTR_LOCK_KEY]])).toEqual([
+      ['lock.acquire *', '*'],
+      ['lock.held *', '*'],
+    ]);
+    expect(errors.length).toBeGreaterThan(0);
+  });
+
+  it('stops on disable(): open spans end, up-down counters return to zero, nothing more is recorded', async () => {
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    const held = await locker.acquire('order:1');
+    // The acquire span starts, and the call counts as waiting, synchronously inside acquire().
+    const waiting = locker.acquire('order:1', { wait: 5_000 });
+    expect(total(await metrics.collect(), METRIC_LOCK_WAITING)).toBe(1);
+    instrumentation.disable();
+    instrumentation.disable();
+    const ended = lockSpans().map((span) => [span.name, span.attributes[ATTR_LOCK_OUTCOME]]);
+    expect(ended).toEqual([
+      ['lock.acquire order:*', 'acquired'],
+      ['lock.acquire order:*', undefined],
+      ['lock.held order:*', undefined],
+    ]);
+    const all = await metrics.collect();
+    expect(total(all, METRIC_LOCK_WAITING)).toBe(0);
+    expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+    await held.release();
+    await (await waiting).release();
+    expect(lockSpans()).toHaveLength(3);
+    expect(pointsOf(await metrics.collect(), METRIC_LOCK_WAIT_DURATION)).toHaveLength(1);
+  });
+
+  describe('with a context manager that keeps no AsyncLocalStorage', () => {
+    beforeEach(() => {
+      context.disable();
+      context.setGlobalContextManager(new AsyncHooksContextManager().enable());
+      return () => {
+        context.disable();
+        context.setGlobalContextManager(contextManager);
+      };
+    });
+
+    it('still records acquire spans under the caller, without making them active', async () => {
+      const instrumentation = instrumentLocks();
+      expect(instrumentation.activeSpans).toBe(false);
+      await tracer.startActiveSpan('caller', async (span) => {
+        await locker.acquire('order:1').then((lock) => lock.release());
+        span.end();
+      });
+      instrumentation.disable();
+      const spans = spanExporter.getFinishedSpans();
+      const caller = spans.find((span) => span.name === 'caller')!;
+      const acquire = spans.find((span) => span.name === 'lock.acquire order:*')!;
+      expect(parentOf(acquire)).toBe(idOf(caller));
+      expect(spans.filter((span) => parentOf(span) === idOf(acquire))).toEqual([]);
+      expect(spans.filter((span) => span.attributes['db.system.name']).map(parentOf)).toContain(idOf(caller));
+    });
+  });
+});
+
+const silent = { verbose() {}, debug() {}, info() {}, warn() {}, error() {} };

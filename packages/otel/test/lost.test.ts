@@ -1,0 +1,120 @@
+import { createLocker, type Lock, type Locker, lockEvents } from '@lock/core';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_LOCK_HOLD_OUTCOME,
+  ATTR_LOCK_LOST_REASON,
+  ATTR_LOCK_RENEWALS,
+  instrumentLocks,
+  type LockInstrumentation,
+  METRIC_LOCK_HELD,
+  METRIC_LOCK_HOLD_DURATION,
+  METRIC_LOCK_LOSSES,
+  METRIC_LOCK_RENEWAL_BATCH_SIZE,
+  METRIC_LOCK_RENEWALS,
+} from '@lock/otel';
+import { type RedisServer, startRedis } from '@lock/testing';
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { Redis as RedisClient } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { meters, Redis, recorded, spanExporter, total } from './support/telemetry.js';
+
+/** Resolves once the lock's signal reports it lost. */
+function lost(lock: Lock): Promise<unknown> {
+  return new Promise((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason)));
+}
+
+describe('a lost lock', () => {
+  let server: RedisServer;
+  let redis: RedisClient;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.redisOptions);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  let metrics: ReturnType<typeof meters>;
+  let instrumentation: LockInstrumentation;
+  let locker: Locker;
+  beforeEach(() => {
+    spanExporter.reset();
+    metrics = meters();
+    instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    locker = createLocker({ redis, ttl: 300 });
+  });
+  afterEach(async () => {
+    await locker.close();
+    instrumentation.disable();
+    await metrics.shutdown();
+  });
+
+  const heldSpans = () => spanExporter.getFinishedSpans().filter((span) => span.name.startsWith('lock.held'));
+
+  async function expectLoss(reason: string) {
+    const [held] = heldSpans();
+    expect(heldSpans()).toHaveLength(1);
+    expect(held!.attributes[ATTR_LOCK_HOLD_OUTCOME]).toBe('lost');
+    expect(held!.attributes[ATTR_LOCK_LOST_REASON]).toBe(reason);
+    expect(held!.attributes[ATTR_ERROR_TYPE]).toBe('ERR_LOCK_LOST');
+    expect(held!.status.code).toBe(SpanStatusCode.ERROR);
+    const all = await metrics.collect();
+    expect(total(all, METRIC_LOCK_LOSSES, { [ATTR_LOCK_LOST_REASON]: reason })).toBe(1);
+    expect(total(all, METRIC_LOCK_LOSSES)).toBe(1);
+    expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+    expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'lost' })).toBe(1);
+    expect(recorded(all, METRIC_LOCK_HOLD_DURATION)).toBe(1);
+    return held!;
+  }
+
+  it('ends its held span with reason "taken" when the watchdog finds the key deleted', async () => {
+    const lock = await locker.acquire('job:7');
+    const gone = lost(lock);
+    // The watchdog renews once before the key disappears, so renewals are seen counted too.
+    await new Promise<void>((resolve) => {
+      const renewed = () => {
+        lockEvents.extend.unsubscribe(renewed);
+        resolve();
+      };
+      lockEvents.extend.subscribe(renewed);
+    });
+    await redis.del(...(await redis.keys('*job:7*')));
+    await gone;
+    const held = await expectLoss('taken');
+    expect(held.attributes[ATTR_LOCK_RENEWALS]).toBeGreaterThanOrEqual(1);
+    expect(total(await metrics.collect(), METRIC_LOCK_RENEWALS)).toBe(held.attributes[ATTR_LOCK_RENEWALS]);
+    // Each renewal round trip is one batch: here, of this one lock.
+    expect(recorded(await metrics.collect(), METRIC_LOCK_RENEWAL_BATCH_SIZE)).toBeGreaterThanOrEqual(1);
+    // Releasing the lost handle changes nothing recorded.
+    expect(await lock.release()).toBe('not-owner');
+    expect(heldSpans()).toHaveLength(1);
+    expect(recorded(await metrics.collect(), METRIC_LOCK_HOLD_DURATION)).toBe(1);
+  });
+
+  it('ends its held span with reason "expired" when a fixed lease runs out', async () => {
+    const lock = await locker.acquire('job:8', { ttl: 150 });
+    await lost(lock);
+    await expectLoss('expired');
+  });
+
+  it('ends its held span with reason "closed" when the locker closes', async () => {
+    const lock = await locker.acquire('job:9');
+    const gone = lost(lock);
+    await locker.close();
+    await gone;
+    await expectLoss('closed');
+  });
+
+  it('marks a hold whose release found the lock gone as "not-owner"', async () => {
+    const lock = await locker.acquire('job:10', { ttl: 60_000, renew: false });
+    await redis.del(...(await redis.keys('*job:10*')));
+    expect(await lock.release()).toBe('not-owner');
+    const [held] = heldSpans();
+    expect(held!.attributes[ATTR_LOCK_HOLD_OUTCOME]).toBe('not-owner');
+    expect(held!.status.code).toBe(SpanStatusCode.ERROR);
+    const all = await metrics.collect();
+    expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'not-owner' })).toBe(1);
+    expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+});

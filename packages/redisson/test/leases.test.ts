@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLocker, type Lock } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import {
+  createRedisson,
+  FairLockProtocol,
+  type Redisson,
+  type RedissonProtocol,
+  RLockProtocol,
+  WriteLockProtocol,
+} from '../src/index.js';
+
+/**
+ * Issue 15 item 1: a re-entry with a shorter lease must not cut the lease the outer hold was
+ * promised, and every handle's `validUntil` is a deadline the server honours.
+ */
+describe('re-entry with another lease', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let redisson: Redisson;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = server.client();
+    redisson = createRedisson({ redis });
+  });
+  afterAll(async () => {
+    await redisson.shutdown();
+    await server.stop();
+  });
+  beforeEach(async () => {
+    await redis.flushall();
+  });
+
+  for (const kind of ['getLock', 'getFairLock'] as const) {
+    it(`${kind}: an outer lock() without a lease stays held past an inner 1 s lease, until its last unlock`, async () => {
+      const lock = redisson[kind]('orders:7');
+      const other = redisson[kind]('orders:7');
+      await redisson.run(async () => {
+        await lock.lock();
+        await lock.lock({ lease: 1_000 });
+        await sleep(1_500);
+        expect(await redis.hvals('orders:7')).toEqual(['2']);
+        expect(await other.tryLock({ threadId: 99 })).toBe(false);
+        await lock.unlock();
+        await sleep(1_500);
+        expect(await redis.hvals('orders:7')).toEqual(['1']);
+        expect(await other.tryLock({ threadId: 99 })).toBe(false);
+        await lock.unlock();
+      });
+      expect(await redis.exists('orders:7')).toBe(0);
+    });
+  }
+
+  describe('fixed leases on both holds: validUntil never exceeds the server PTTL', () => {
+    const protocols: Record<string, () => RedissonProtocol> = {
+      RLock: () => new RLockProtocol(),
+      'fair lock': () => new FairLockProtocol(),
+      'write lock': () => new WriteLockProtocol(),
+    };
+
+    /** Asserts the handle's deadline is no later than the key's: ms left by our clock at most the PTTL. */
+    const withinServerTtl = async (handle: Lock) => {
+      const before = performance.now();
+      const pttl = await redis.pttl('orders:8');
+      expect(pttl).toBeGreaterThan(0);
+      expect(handle.validUntil - before).toBeLessThanOrEqual(pttl);
+      return pttl;
+    };
+
+    for (const [name, protocol] of Object.entries(protocols)) {
+      it(`${name}: a shorter inner lease, a longer inner lease, and partial unlocks`, async () => {
+        const locker = createLocker({ redis, protocol: protocol(), prefix: '' });
+        onTestFinished(() => locker.close());
+        const owner = `${redisson.id}:1`;
+        const outer = await locker.acquire('orders:8', { owner, ttl: 3_000 });
+        await withinServerTtl(outer);
+        const shorter = await locker.acquire('orders:8', { owner, ttl: 1_000 });
+        // The shorter re-entry did not cut the outer hold's lease.
+        expect(await withinServerTtl(outer)).toBeGreaterThan(2_000);
+        await withinServerTtl(shorter);
+        expect(await shorter.release()).toBe('held');
+        expect(await withinServerTtl(outer)).toBeGreaterThan(2_000);
+        const longer = await locker.acquire('orders:8', { owner, ttl: 10_000 });
+        expect(await withinServerTtl(longer)).toBeGreaterThan(9_000);
+        await withinServerTtl(outer);
+        expect(await longer.release()).toBe('held');
+        await withinServerTtl(outer);
+        expect(await outer.release()).toBe('released');
+      });
+    }
+  });
+});

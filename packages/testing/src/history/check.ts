@@ -1,0 +1,188 @@
+import type { HistoryEvent } from './events.js';
+
+/** A believed-held interval: from a grant to the first of release, loss and deadline, stretched to its last accepted write. */
+export interface HeldInterval {
+  readonly process: string;
+  readonly lock: string;
+  readonly start: bigint;
+  /** When the holder stopped believing it held the lock (release, loss or deadline). */
+  readonly believedEnd: bigint;
+  /** `believedEnd`, or later when a write of this hold was accepted after it: the end of its effects. */
+  readonly end: bigint;
+  readonly fence: number | undefined;
+}
+
+/** Two holders of one lock at once. */
+export interface Overlap {
+  readonly lock: string;
+  readonly first: HeldInterval;
+  readonly second: HeldInterval;
+  /** How long (ns) the first holder's interval ran past the second's grant. */
+  readonly overrun: bigint;
+}
+
+/** A fence that did not increase from one holder of a lock to the next. */
+export interface FenceIssue {
+  readonly kind: 'duplicate' | 'regression';
+  readonly previous: HeldInterval;
+  readonly next: HeldInterval;
+}
+
+/** What `checkHistory` found. `ok` is true when no list has an entry and no update was lost. */
+export interface HistoryVerdict {
+  readonly ok: boolean;
+  readonly events: number;
+  readonly intervals: number;
+  readonly overlaps: readonly Overlap[];
+  /** The longest overrun of any overlap, in ms (0 without overlaps): the figure to report. */
+  readonly maxOverrunMs: number;
+  readonly fenceIssues: readonly FenceIssue[];
+  /** Writes a resource accepted although it had already accepted one with a higher fence. */
+  readonly staleWrites: readonly HistoryEvent[];
+  /** `witness.expected − witness.actual`, or 0 without a witness. */
+  readonly lostUpdates: number;
+}
+
+/** Options of `checkHistory`. */
+export interface CheckHistoryOptions {
+  /** Overlaps up to this many ms are tolerated (timestamps are taken around, not inside, Redis calls). Default: `1`. */
+  epsilonMs?: number;
+  /**
+   * A witness counter: every hold incremented it with an unguarded read-modify-write, so a final
+   * count below `expected` proves two holders interleaved (Jepsen's lock-set). Default: none.
+   */
+  witness?: { expected: number; actual: number };
+}
+
+/**
+ * Checks a lock history (every process's events, merged): believed-held intervals of one lock
+ * must not overlap, fences of successive holders must strictly increase, no resource may accept
+ * a write carrying a lower fence than one it already accepted, and the witness must be exact.
+ */
+export function checkHistory(
+  events: readonly HistoryEvent[],
+  options: CheckHistoryOptions = {},
+): HistoryVerdict {
+  const epsilonMs = options.epsilonMs ?? 1;
+  if (!(epsilonMs >= 0 && Number.isFinite(epsilonMs))) {
+    throw new RangeError(`epsilonMs must be a finite number >= 0, got ${epsilonMs}`);
+  }
+  const epsilon = BigInt(Math.round(epsilonMs * 1e6));
+  const ordered = [...events].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  const intervals = heldIntervals(ordered);
+  const overlaps: Overlap[] = [];
+  const fenceIssues: FenceIssue[] = [];
+  for (const held of groupBy(intervals, (interval) => interval.lock).values()) {
+    held.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+    // Each interval is compared with the one reaching furthest so far, so a long hold is not
+    // hidden behind a short one that started after it.
+    let reaching: HeldInterval | undefined;
+    for (const [index, interval] of held.entries()) {
+      if (reaching && reaching.process !== interval.process && reaching.end - interval.start > epsilon) {
+        overlaps.push({
+          lock: interval.lock,
+          first: reaching,
+          second: interval,
+          overrun: min(reaching.end, interval.end) - interval.start,
+        });
+      }
+      if (!reaching || interval.end > reaching.end) reaching = interval;
+      const previous = held[index - 1];
+      if (previous?.fence !== undefined && interval.fence !== undefined && interval.fence <= previous.fence) {
+        fenceIssues.push({
+          kind: interval.fence === previous.fence ? 'duplicate' : 'regression',
+          previous,
+          next: interval,
+        });
+      }
+    }
+  }
+  const staleWrites = staleAccepted(ordered);
+  const lostUpdates = options.witness ? options.witness.expected - options.witness.actual : 0;
+  const maxOverrun = overlaps.reduce((most, overlap) => max(most, overlap.overrun), 0n);
+  return {
+    ok: overlaps.length === 0 && fenceIssues.length === 0 && staleWrites.length === 0 && lostUpdates === 0,
+    events: events.length,
+    intervals: intervals.length,
+    overlaps,
+    maxOverrunMs: Number(maxOverrun) / 1e6,
+    fenceIssues,
+    staleWrites,
+    lostUpdates,
+  };
+}
+
+/**
+ * Pairs each process's grants with what ended them. Re-entries (a grant while already held)
+ * deepen the hold; only the last release ends it. A hold never ended (the process died or the
+ * log stops) runs to its deadline, or forever without one.
+ */
+function heldIntervals(ordered: readonly HistoryEvent[]): HeldInterval[] {
+  const intervals: HeldInterval[] = [];
+  const open = new Map<string, { grant: HistoryEvent; depth: number; lastWrite: bigint | undefined }>();
+  const close = (id: string, at: bigint) => {
+    const hold = open.get(id);
+    if (!hold) return;
+    open.delete(id);
+    const { grant, lastWrite } = hold;
+    const believedEnd = grant.deadline !== undefined && grant.deadline < at ? grant.deadline : at;
+    intervals.push({
+      process: grant.process,
+      lock: grant.lock,
+      start: grant.at,
+      believedEnd,
+      end: lastWrite !== undefined && lastWrite > believedEnd ? lastWrite : believedEnd,
+      fence: grant.fence,
+    });
+  };
+  for (const event of ordered) {
+    const id = `${event.process}\u0000${event.lock}`;
+    const hold = open.get(id);
+    if (event.op === 'acquire') {
+      if (hold) hold.depth += 1;
+      else open.set(id, { grant: event, depth: 1, lastWrite: undefined });
+    } else if (event.op === 'release') {
+      if (hold && --hold.depth === 0) close(id, event.at);
+    } else if (event.op === 'lost') {
+      close(id, event.at);
+    } else if (hold && event.accepted) {
+      hold.lastWrite = event.at;
+    }
+  }
+  const never = 2n ** 63n;
+  for (const id of [...open.keys()]) close(id, never);
+  return intervals;
+}
+
+function staleAccepted(ordered: readonly HistoryEvent[]): HistoryEvent[] {
+  const highest = new Map<string, number>();
+  const stale: HistoryEvent[] = [];
+  for (const event of ordered) {
+    if (event.op !== 'write' || !event.accepted || event.fence === undefined) continue;
+    const resource = event.resource ?? event.lock;
+    const seen = highest.get(resource);
+    if (seen !== undefined && event.fence < seen) stale.push(event);
+    else highest.set(resource, event.fence);
+  }
+  return stale;
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+// Math.min and Math.max take no bigints.
+function min(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}

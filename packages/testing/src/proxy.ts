@@ -1,0 +1,320 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import type { Address } from './server.js';
+import { checkInteger } from './validate.js';
+
+/** `upstream`: client to server (requests); `downstream`: server to client (replies). */
+export type ProxyDirection = 'upstream' | 'downstream';
+
+/** What the proxy currently does with the bytes and connections it carries. */
+export type ProxyMode =
+  | { readonly kind: 'pass' }
+  | { readonly kind: 'delay'; readonly upstream: number; readonly downstream: number }
+  | { readonly kind: 'drop' }
+  | { readonly kind: 'blackhole' }
+  | {
+      readonly kind: 'reset';
+      readonly after: number;
+      readonly direction: ProxyDirection;
+      /** Resets left before the proxy returns to `pass` by itself. */
+      readonly times: number;
+    };
+
+/** Options of `startProxy`. */
+export interface StartProxyOptions {
+  /** The server the proxy forwards to, e.g. a `RedisServer` (it has `host` and `port`). Required. */
+  target: Address;
+}
+
+/**
+ * A TCP proxy on a loopback port in front of one server, for network faults that `tc netem` and
+ * iptables cannot make here. Point a client at `host`/`port` and switch modes while it runs.
+ * Order of the bytes in each direction is always kept.
+ */
+export interface TcpProxy {
+  readonly host: string;
+  readonly port: number;
+  readonly target: Address;
+  /** ioredis options that reach the target through the proxy: `{ host, port }`. */
+  readonly redisOptions: Address;
+  readonly mode: ProxyMode;
+  /** Client connections open right now. */
+  readonly connections: number;
+  /** Connections reset by `resetAfter` so far. */
+  readonly resets: number;
+  /** Forwards every byte at once (bytes already held or delayed go first, in order). */
+  pass(): void;
+  /** Forwards each chunk `ms` after it arrived; a number delays both directions. */
+  delay(ms: number | { upstream?: number; downstream?: number }): void;
+  /** Closes every open connection, and every new one as soon as it is accepted, until the mode changes. */
+  drop(): void;
+  /**
+   * Accepts and keeps connections open but forwards nothing, in either direction, closes
+   * included: the half-open partition. Bytes are held, not lost, and flow once the mode
+   * changes, as TCP retransmits them when a real partition heals.
+   */
+  blackhole(): void;
+  /**
+   * Forwards `bytes` more bytes in `direction` on each connection (counted from now, or from
+   * when a new connection opens), then resets both ends (RST). `resetAfter(0, 'downstream')`
+   * lets requests reach the server and resets before any reply comes back. After `times`
+   * resets the proxy returns to `pass` by itself, so a reconnecting client gets through.
+   * Defaults: direction `'downstream'`, times `Infinity`.
+   */
+  resetAfter(bytes: number, direction?: ProxyDirection, times?: number): void;
+  /** Closes the listener and every connection, and cancels every pending forward. Idempotent. */
+  stop(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Starts a TCP proxy on a free loopback port, forwarding to `target` in `pass` mode. */
+export async function startProxy(options: StartProxyOptions): Promise<TcpProxy> {
+  const target = options?.target;
+  if (typeof target?.host !== 'string' || !Number.isInteger(target.port)) {
+    throw new TypeError(`target must be { host, port }, got ${JSON.stringify(target)}`);
+  }
+  const proxy = new ProxyServer({ host: target.host, port: target.port });
+  await proxy.listen();
+  return proxy;
+}
+
+/** Bytes, or the end (FIN) or loss (close, error) of the sending side, forwarded in order like bytes. */
+type Item = Buffer | 'end' | 'close';
+
+interface Pending {
+  readonly chunk: Item;
+  readonly due: number;
+}
+
+/** One direction of one connection: a queue that keeps order under delay and blackhole. */
+class Pipe {
+  private readonly queue: Pending[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Bytes still allowed before a reset, or Infinity. */
+  budget = Number.POSITIVE_INFINITY;
+
+  constructor(
+    private readonly proxy: ProxyServer,
+    private readonly link: Link,
+    readonly direction: ProxyDirection,
+    private readonly to: Socket,
+  ) {}
+
+  push(chunk: Item): void {
+    this.queue.push({ chunk, due: performance.now() + this.proxy.delayOf(this.direction) });
+    this.pump();
+  }
+
+  pump(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.proxy.mode.kind === 'blackhole' || this.link.closed) return;
+    const now = performance.now();
+    while (this.queue.length > 0 && this.queue[0]!.due <= now) {
+      const { chunk } = this.queue.shift()!;
+      if (chunk === 'close') {
+        this.link.close();
+        return;
+      }
+      if (chunk === 'end') {
+        this.to.end();
+        continue;
+      }
+      if (chunk.length >= this.budget) {
+        if (this.budget > 0) this.to.write(chunk.subarray(0, this.budget));
+        this.link.reset();
+        return;
+      }
+      this.budget -= chunk.length;
+      this.to.write(chunk);
+    }
+    const next = this.queue[0];
+    if (next) this.timer = setTimeout(() => this.pump(), next.due - now);
+  }
+
+  cancel(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queue.length = 0;
+  }
+}
+
+/** A client connection and its connection to the target. */
+class Link {
+  closed = false;
+  readonly up: Pipe;
+  readonly down: Pipe;
+
+  constructor(
+    private readonly proxy: ProxyServer,
+    private readonly client: Socket,
+    private readonly server: Socket,
+  ) {
+    this.up = new Pipe(proxy, this, 'upstream', server);
+    this.down = new Pipe(proxy, this, 'downstream', client);
+    client.on('data', (chunk: Buffer) => this.up.push(chunk));
+    server.on('data', (chunk: Buffer) => this.down.push(chunk));
+    client.on('end', () => this.up.push('end'));
+    server.on('end', () => this.down.push('end'));
+    // A side that fails or closes ends the pair once the bytes before it went through (never
+    // during a blackhole); the proxy never throws for a peer's failure.
+    client.on('close', () => this.up.push('close'));
+    server.on('close', () => this.down.push('close'));
+    client.on('error', () => {});
+    server.on('error', () => {});
+  }
+
+  pipes(): Pipe[] {
+    return [this.up, this.down];
+  }
+
+  /** Sends RST to both ends. */
+  reset(): void {
+    if (this.closed) return;
+    this.finish();
+    this.proxy.counted();
+    this.client.resetAndDestroy();
+    this.server.resetAndDestroy();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.finish();
+    this.client.destroy();
+    this.server.destroy();
+  }
+
+  private finish(): void {
+    this.closed = true;
+    this.up.cancel();
+    this.down.cancel();
+    this.proxy.forget(this);
+  }
+}
+
+class ProxyServer implements TcpProxy {
+  readonly host = '127.0.0.1';
+  port = 0;
+  mode: ProxyMode = { kind: 'pass' };
+  resets = 0;
+  private readonly links = new Set<Link>();
+  private readonly server: Server;
+  private stopped: Promise<void> | undefined;
+
+  constructor(readonly target: Address) {
+    this.server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => this.accept(client));
+  }
+
+  get redisOptions(): Address {
+    return { host: this.host, port: this.port };
+  }
+
+  get connections(): number {
+    return this.links.size;
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host: this.host, port: 0 }, () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as { port: number }).port;
+        resolve();
+      });
+    });
+  }
+
+  delayOf(direction: ProxyDirection): number {
+    return this.mode.kind === 'delay' ? this.mode[direction] : 0;
+  }
+
+  pass(): void {
+    this.switchTo({ kind: 'pass' });
+  }
+
+  delay(ms: number | { upstream?: number; downstream?: number }): void {
+    const { upstream = 0, downstream = 0 } = typeof ms === 'number' ? { upstream: ms, downstream: ms } : ms;
+    checkInteger('delay upstream', upstream, 0);
+    checkInteger('delay downstream', downstream, 0);
+    this.switchTo({ kind: 'delay', upstream, downstream });
+  }
+
+  drop(): void {
+    this.switchTo({ kind: 'drop' });
+    for (const link of [...this.links]) link.close();
+  }
+
+  blackhole(): void {
+    this.switchTo({ kind: 'blackhole' });
+  }
+
+  resetAfter(
+    bytes: number,
+    direction: ProxyDirection = 'downstream',
+    times = Number.POSITIVE_INFINITY,
+  ): void {
+    checkInteger('bytes', bytes, 0);
+    if (direction !== 'upstream' && direction !== 'downstream') {
+      throw new RangeError(`direction must be 'upstream' or 'downstream', got ${String(direction)}`);
+    }
+    if (times !== Number.POSITIVE_INFINITY) checkInteger('times', times, 1);
+    this.switchTo({ kind: 'reset', after: bytes, direction, times });
+  }
+
+  counted(): void {
+    this.resets += 1;
+    if (this.mode.kind !== 'reset') return;
+    const times = this.mode.times - 1;
+    if (times > 0) this.mode = { ...this.mode, times };
+    else this.switchTo({ kind: 'pass' });
+  }
+
+  forget(link: Link): void {
+    this.links.delete(link);
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= new Promise((resolve) => {
+      for (const link of [...this.links]) link.close();
+      this.server.close(() => resolve());
+    });
+    return this.stopped;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  private switchTo(mode: ProxyMode): void {
+    if (this.stopped) throw new Error(`proxy on port ${this.port} is stopped`);
+    this.mode = mode;
+    for (const link of this.links) {
+      for (const pipe of link.pipes()) {
+        this.arm(pipe);
+        pipe.pump();
+      }
+    }
+  }
+
+  private arm(pipe: Pipe): void {
+    const { mode } = this;
+    pipe.budget =
+      mode.kind === 'reset' && mode.direction === pipe.direction ? mode.after : Number.POSITIVE_INFINITY;
+  }
+
+  private accept(client: Socket): void {
+    if (this.mode.kind === 'drop' || this.stopped) {
+      client.on('error', () => {});
+      client.destroy();
+      return;
+    }
+    const server = connect({
+      host: this.target.host,
+      port: this.target.port,
+      allowHalfOpen: true,
+      noDelay: true,
+    });
+    const link = new Link(this, client, server);
+    this.links.add(link);
+    for (const pipe of link.pipes()) this.arm(pipe);
+  }
+}

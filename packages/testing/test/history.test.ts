@@ -1,0 +1,199 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  assertHistory,
+  checkHistory,
+  type HistoryEvent,
+  HistoryRecorder,
+  HistoryViolationError,
+  parseEvents,
+  readHistory,
+} from '../src/index.js';
+
+const ms = (n: number) => BigInt(Math.round(n * 1e6));
+
+function acquire(process: string, at: number, fence: number, deadline?: number): HistoryEvent {
+  return {
+    op: 'acquire',
+    process,
+    lock: 'L',
+    at: ms(at),
+    fence,
+    ...(deadline ? { deadline: ms(deadline) } : {}),
+  };
+}
+function release(process: string, at: number): HistoryEvent {
+  return { op: 'release', process, lock: 'L', at: ms(at) };
+}
+function write(process: string, at: number, fence: number, accepted: boolean): HistoryEvent {
+  return { op: 'write', process, lock: 'L', at: ms(at), fence, accepted };
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'history-test-'));
+  return () => rmSync(dir, { recursive: true, force: true });
+});
+
+describe('checkHistory', () => {
+  it('accepts disjoint holds with increasing fences and an exact witness', () => {
+    const verdict = checkHistory(
+      [acquire('a', 10, 1), release('a', 20), acquire('b', 21, 2), write('b', 25, 2, true), release('b', 30)],
+      { witness: { expected: 2, actual: 2 } },
+    );
+    expect(verdict).toMatchObject({ ok: true, intervals: 2, events: 5, overlaps: [], maxOverrunMs: 0 });
+  });
+
+  it('finds an overlap hidden behind a short hold, and measures the overrun', () => {
+    const verdict = checkHistory([
+      acquire('a', 10, 1),
+      acquire('b', 20, 2),
+      release('b', 30),
+      acquire('c', 50, 3),
+      release('c', 60),
+      release('a', 100),
+    ]);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.overlaps.map((o) => [o.first.process, o.second.process])).toEqual([
+      ['a', 'b'],
+      ['a', 'c'],
+    ]);
+    expect(verdict.maxOverrunMs).toBe(10);
+  });
+
+  it('ends a belief at the deadline, at a loss, or at the last release of a re-entered hold', () => {
+    expect(checkHistory([acquire('a', 10, 1, 40), release('a', 100), acquire('b', 50, 2)]).ok).toBe(true);
+    const lost: HistoryEvent = { op: 'lost', process: 'a', lock: 'L', at: ms(30) };
+    expect(checkHistory([acquire('a', 10, 1), lost, acquire('b', 50, 2)]).ok).toBe(true);
+    const reentered = [acquire('a', 10, 1), acquire('a', 12, 1), release('a', 20), acquire('b', 30, 2)];
+    expect(checkHistory(reentered).overlaps).toHaveLength(1);
+    expect(checkHistory([...reentered, release('a', 25)]).ok).toBe(true);
+  });
+
+  it('tolerates epsilon, and a hold never ended runs forever', () => {
+    expect(checkHistory([acquire('a', 10, 1), release('a', 20.5), acquire('b', 20, 2)]).ok).toBe(true);
+    expect(
+      checkHistory([acquire('a', 10, 1), release('a', 20.5), acquire('b', 20, 2)], { epsilonMs: 0 }).ok,
+    ).toBe(false);
+    expect(checkHistory([acquire('a', 10, 1), acquire('b', 1_000_000, 2)]).overlaps).toHaveLength(1);
+  });
+
+  it('reports duplicate and regressed fences in grant order', () => {
+    const verdict = checkHistory([
+      acquire('a', 10, 5),
+      release('a', 20),
+      acquire('b', 30, 5),
+      release('b', 40),
+      acquire('c', 50, 4),
+      release('c', 60),
+    ]);
+    expect(verdict.fenceIssues.map((issue) => issue.kind)).toEqual(['duplicate', 'regression']);
+  });
+
+  it('a stale write accepted after a newer fence is a violation, and stretches its hold into an overlap', () => {
+    // Kleppmann: a checks its lease, pauses past it, and writes after b acquired and wrote.
+    const unfenced = checkHistory([
+      acquire('a', 10, 1, 20),
+      acquire('b', 30, 2),
+      write('b', 35, 2, true),
+      release('b', 40),
+      write('a', 45, 1, true),
+    ]);
+    expect(unfenced.staleWrites.map((event) => event.process)).toEqual(['a']);
+    expect(unfenced.overlaps).toHaveLength(1);
+    const fenced = checkHistory([
+      acquire('a', 10, 1, 20),
+      acquire('b', 30, 2),
+      write('b', 35, 2, true),
+      release('b', 40),
+      write('a', 45, 1, false),
+    ]);
+    expect(fenced.ok).toBe(true);
+  });
+
+  it('counts lost updates of the witness', () => {
+    expect(checkHistory([], { witness: { expected: 10, actual: 7 } })).toMatchObject({
+      ok: false,
+      lostUpdates: 3,
+    });
+  });
+
+  it('refuses a bad epsilon by name', () => {
+    expect(() => checkHistory([], { epsilonMs: -1 })).toThrow(
+      'epsilonMs must be a finite number >= 0, got -1',
+    );
+  });
+});
+
+describe('HistoryRecorder and readHistory', () => {
+  it('appends each event to its file as it happens; files of several processes merge', async () => {
+    const a = new HistoryRecorder('a', { file: join(dir, 'a.jsonl') });
+    const b = new HistoryRecorder('b', { file: join(dir, 'b.jsonl') });
+    const lock = { key: 'L', fence: 1, validUntil: performance.now() + 1_000 };
+    const grant = a.acquired(lock);
+    expect(grant.deadline! - grant.at).toBeGreaterThan(ms(990));
+    expect(grant.deadline! - grant.at).toBeLessThanOrEqual(ms(1_000));
+    expect(readFileSync(join(dir, 'a.jsonl'), 'utf8').split('\n')).toHaveLength(2);
+    a.wrote(lock, true, 'account');
+    a.released(lock);
+    expect(b.acquired({ ...lock, fence: 2 }, { renewed: true }).deadline).toBeUndefined();
+    b.lost(lock);
+    a.close();
+    b.close();
+    a.close();
+    const merged = readHistory(dir);
+    expect(merged).toHaveLength(5);
+    expect(merged.filter((event) => event.process === 'a').map((event) => event.op)).toEqual([
+      'acquire',
+      'write',
+      'release',
+    ]);
+    expect(merged[1]).toMatchObject({ resource: 'account', accepted: true, fence: 1 });
+    expect(typeof merged[0]!.at).toBe('bigint');
+    expect(readHistory(join(dir, 'b.jsonl'))).toEqual(b.events);
+  });
+
+  it('keeps events in memory without a file, and refuses a nameless process', () => {
+    const recorder = new HistoryRecorder('w1');
+    recorder.record({ op: 'lost', lock: 'x' });
+    expect(recorder.events).toMatchObject([{ op: 'lost', process: 'w1', lock: 'x' }]);
+    expect(() => new HistoryRecorder('')).toThrow('process must be a non-empty string, got ""');
+  });
+
+  it('names the line that is not an event', () => {
+    expect(() => parseEvents('{"op":"acquire","process":"a","lock":"L","at":"1"}\nnope', 'h.jsonl')).toThrow(
+      'h.jsonl line 2 is not JSON: nope',
+    );
+    expect(() => parseEvents('{"op":"jump","process":"a","lock":"L","at":"1"}')).toThrow(
+      'line 1 is not a history event',
+    );
+  });
+});
+
+describe('assertHistory', () => {
+  it('returns the verdict of a good history and writes nothing', () => {
+    expect(assertHistory([acquire('a', 1, 1), release('a', 2)], { dir }).ok).toBe(true);
+    expect(readHistory(dir)).toEqual([]);
+  });
+
+  it('writes a failing history to a file the error names, events then the verdict', () => {
+    const events = [acquire('b', 5, 2), acquire('a', 1, 1)];
+    let error: unknown;
+    try {
+      assertHistory(events, { dir, name: 'S1 contention' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(HistoryViolationError);
+    const { file, verdict, message } = error as HistoryViolationError;
+    expect(file.startsWith(join(dir, 'S1_contention-'))).toBe(true);
+    expect(message).toContain('1 overlaps');
+    expect(message).toContain(file);
+    expect(verdict.overlaps).toHaveLength(1);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    expect(parseEvents(lines.slice(0, 2).join('\n')).map((event) => event.process)).toEqual(['a', 'b']);
+    expect(JSON.parse(lines[2]!).verdict).toContain('1 overlaps');
+  });
+});

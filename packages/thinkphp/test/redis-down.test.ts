@@ -1,0 +1,46 @@
+import { LockUnavailableError } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { Lock } from '@lock/thinkphp';
+import { expect, it, onTestFinished } from 'vitest';
+
+const COMMAND_TIMEOUT = 300;
+/** What a call may take beyond its own deadline: timers, one event-loop turn, a loaded CI machine. */
+const SLACK = 700;
+
+/** Issue 13: with the server killed, `lock()` and `unlock()` settle by their deadline with `LockUnavailableError`. */
+it('lock() and unlock() settle by their deadline with LockUnavailableError once the server is killed', async () => {
+  const server = await startRedis();
+  onTestFinished(() => server.stop());
+  const redis = server.client();
+  const options = { redis, commandTimeout: COMMAND_TIMEOUT };
+  const held = new Lock('down:held', options);
+  const heldStrict = new Lock('down:strict', { ...options, strict: true });
+  expect(await held.lock()).toBe(true);
+  expect(await heldStrict.lock()).toBe(true);
+  await server.kill();
+
+  const calls: Record<string, () => Promise<unknown>> = {
+    'lock()': () => new Lock('down:other', options).lock(),
+    'lock() in strict mode': () => new Lock('down:other', { ...options, strict: true }).lock(),
+    'unlock()': () => held.unlock(),
+    'unlock() in strict mode': () => heldStrict.unlock(),
+    'Lock.wrap()': () => Lock.wrap('down:wrapped', () => 'ran', options),
+  };
+  const outcomes: Record<string, { error: string; inTime: boolean }> = {};
+  for (const [name, call] of Object.entries(calls)) {
+    const started = performance.now();
+    const error = await call().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    outcomes[name] = {
+      error: error instanceof LockUnavailableError ? 'LockUnavailableError' : String(error),
+      inTime: performance.now() - started < COMMAND_TIMEOUT + SLACK,
+    };
+  }
+  expect(outcomes).toEqual(
+    Object.fromEntries(
+      Object.keys(calls).map((name) => [name, { error: 'LockUnavailableError', inTime: true }]),
+    ),
+  );
+});
