@@ -1,6 +1,7 @@
-// Packs the package as pnpm publishes it, then runs publint and attw on that tarball.
+// Packs the package as pnpm publishes it (its `prepack` builds it and what it depends on), checks
+// that every file its `exports` name is in the tarball, then runs publint and attw on it.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,12 @@ try {
     out,
     readdirSync(out).find((f) => f.endsWith('.tgz')),
   );
+  const packed = new Set(execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n'));
+  const { exports } = JSON.parse(readFileSync('package.json', 'utf8'));
+  const targets = (entry) =>
+    typeof entry === 'string' ? [entry] : Object.values(entry ?? {}).flatMap((value) => targets(value));
+  const missing = targets(exports).filter((file) => !packed.has(`package/${file.replace(/^\.\//, '')}`));
+  if (missing.length > 0) throw new Error(`the tarball lacks files its exports name: ${missing.join(', ')}`);
   execFileSync(bin('publint'), ['run', tarball, '--strict'], { stdio: 'inherit' });
   execFileSync(bin('attw'), [tarball], { stdio: 'inherit' });
 } finally {

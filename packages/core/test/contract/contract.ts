@@ -3,7 +3,6 @@
  * call `describeLockerContract` with a setup building their locker on real Redis.
  */
 import { randomUUID } from 'node:crypto';
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   AcquireTimeoutError,
   type EngineOptions,
@@ -18,6 +17,7 @@ import {
   type RedisClient,
 } from '@lock/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renewals } from '../support/renewals.js';
 import { keysWithoutTtl, waiterSubscribed } from './keys.js';
 
 /** What a contract run needs. */
@@ -33,22 +33,6 @@ export interface ContractTarget {
   /** Keys that may legitimately lack a TTL (fence counters). */
   readonly counters: RegExp;
   close(): Promise<void>;
-}
-
-/** Resolves after `count` watchdog renewals of `key` (from the `lock:extend` event). */
-function renewals(key: string, count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let seen = 0;
-    const onExtend = (message: unknown) => {
-      const { key: renewed, renewal } = message as { key: string; renewal: boolean };
-      if (renewed !== key || !renewal) return;
-      seen += 1;
-      if (seen < count) return;
-      unsubscribe('lock:extend', onExtend);
-      resolve();
-    };
-    subscribe('lock:extend', onExtend);
-  });
 }
 
 export function describeLockerContract(name: string, setup: () => Promise<ContractTarget>): void {
@@ -214,7 +198,7 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
       // Renewed every 200 ms within a 600 ms lease: five renewals span more than two leases.
       const shortLease = target.make({ ttl: 600 });
       const lock = await shortLease.acquire(k);
-      await renewals(k, 5);
+      await renewals(5, k);
       expect(lock.signal.aborted).toBe(false);
       expect(lock.validUntil).toBeGreaterThan(performance.now());
       const seen = await target.other.inspect(k);

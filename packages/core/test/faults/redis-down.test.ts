@@ -1,8 +1,8 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { renewals } from '../support/renewals.js';
 
 /** How late past its own deadline a call may settle on a loaded 2-core machine (event-loop lag). */
 const SLACK_MS = 1_000;
@@ -23,18 +23,6 @@ async function timed(call: () => Promise<unknown>): Promise<{ error: unknown; ms
     (e: unknown) => e,
   );
   return { error, ms: performance.now() - started };
-}
-
-function nextRenewal(key: string): Promise<void> {
-  return new Promise((resolve) => {
-    const onExtend = (message: unknown) => {
-      const event = message as { key: string; renewal: boolean };
-      if (event.key !== key || !event.renewal) return;
-      unsubscribe('lock:extend', onExtend);
-      resolve();
-    };
-    subscribe('lock:extend', onExtend);
-  });
 }
 
 async function until(condition: () => Promise<boolean>, limit: number): Promise<void> {
@@ -124,12 +112,12 @@ describe('Redis frozen, then back', () => {
     const redis = userClient(server);
     const locker = createLocker({ redis, ttl: 1_500, commandTimeout: 150 });
     const lock = await locker.acquire('renewed');
-    await nextRenewal('renewed');
+    await renewals(1, 'renewed');
     // Renewals are due every 500 ms: a 700 ms freeze makes at least one fail.
     server.pause();
     await new Promise((resolve) => setTimeout(resolve, 700));
     server.resume();
-    await nextRenewal('renewed');
+    await renewals(1, 'renewed');
     expect(lock.signal.aborted).toBe(false);
     expect((await locker.inspect('renewed')).owner).toBe(lock.owner);
     expect(await lock.release()).toBe('released');

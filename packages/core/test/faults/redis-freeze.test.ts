@@ -1,19 +1,7 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, LockLostError } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
-
-function renewedOnce(count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let seen = 0;
-    const onExtend = (message: unknown) => {
-      if (!(message as { renewal: boolean }).renewal || ++seen < count) return;
-      unsubscribe('lock:extend', onExtend);
-      resolve();
-    };
-    subscribe('lock:extend', onExtend);
-  });
-}
+import { renewals } from '../support/renewals.js';
 
 /** Timer lateness allowed on a loaded 2-core machine: the watchdog's timer fires at validUntil, not exactly on it. */
 const TIMER_SLACK_MS = 100;
@@ -35,7 +23,7 @@ it('S8: a server blocked by DEBUG SLEEP for 2x the ttl: every handle is lost by 
       ),
   );
   // Deadlines under test come from a renewal, not from the acquisitions.
-  await renewedOnce(locks.length);
+  await renewals(locks.length);
   const sleepStarted = performance.now();
   const sleeping = server.debugSleep(1_200);
   const losses = await Promise.all(abortedAt);

@@ -1,7 +1,7 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renewals as renewalsSeen } from '../support/renewals.js';
 
 async function evalCalls(server: RedisServer): Promise<number> {
   const stats = await server.client().info('commandstats');
@@ -9,19 +9,6 @@ async function evalCalls(server: RedisServer): Promise<number> {
     (sum, m) => sum + Number(m[1]),
     0,
   );
-}
-
-/** Resolves after `count` watchdog renewals (from the `lock:extend` event). */
-function renewalEvents(count: number): Promise<void> {
-  return new Promise((resolve) => {
-    let seen = 0;
-    const onExtend = (message: unknown) => {
-      if (!(message as { renewal: boolean }).renewal || ++seen < count) return;
-      unsubscribe('lock:extend', onExtend);
-      resolve();
-    };
-    subscribe('lock:extend', onExtend);
-  });
 }
 
 describe('the watchdog', () => {
@@ -37,7 +24,7 @@ describe('the watchdog', () => {
     for (let i = 0; i < 2_000; i++) locks.push(await locker.acquire(`held:${i}`));
     const before = await evalCalls(server);
     // Two rounds: every lock renewed twice (one round every ttl/3 = 500 ms).
-    await renewalEvents(2 * locks.length);
+    await renewalsSeen(2 * locks.length);
     const renewals = (await evalCalls(server)) - before;
     expect(renewals).toBeGreaterThan(0);
     expect(renewals).toBeLessThanOrEqual(30);

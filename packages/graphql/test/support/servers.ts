@@ -3,7 +3,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
-// @ts-expect-error @types/express is not among this package's devDependencies (reported to the lead).
 import express from 'express';
 import type { GraphQLSchema } from 'graphql';
 import { createYoga } from 'graphql-yoga';
