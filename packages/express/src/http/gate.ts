@@ -1,0 +1,75 @@
+import type { Lock } from '@lock/core';
+import { LockHttpWarning, RequestKeyError } from './errors.js';
+import type { KeySources } from './key-template.js';
+import type { LockSettings } from './options.js';
+import { busyRefusal, isBusy, isUnavailable, type LockRefusal, unavailableRefusal } from './refusal.js';
+import { keyOf } from './request-key.js';
+import { type ClosableResponse, lockForResponse } from './response-lock.js';
+import { WarnOnce } from './warnings.js';
+
+/** What became of a request. */
+export type GateOutcome =
+  /** `proceed` was called: with the lock (released when the response closes), or without one (skipped, or failing open). */
+  | { readonly kind: 'proceeded' }
+  /** Answer with the refusal instead of running the handler. */
+  | { readonly kind: 'refused'; readonly refusal: LockRefusal }
+  /** The response closed while the request waited (the client went away): do nothing more. */
+  | { readonly kind: 'gone' };
+
+/** Runs the rest of the request: the adapter stores the handle and calls the next middleware. */
+export type Proceed = (lock: Lock | undefined) => void;
+
+/** Decides one request; rejects with `RequestKeyError` (no usable key) or whatever else went wrong. */
+export type Gate<C> = (context: C, res: ClosableResponse, proceed: Proceed) => Promise<GateOutcome>;
+
+const PROCEEDED: GateOutcome = { kind: 'proceeded' };
+const GONE: GateOutcome = { kind: 'gone' };
+const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
+
+/** The framework-neutral core of both middlewares: skip, key, lock for the response, map the errors. */
+export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C) => KeySources): Gate<C> {
+  const warnings = new WarnOnce(settings.logger);
+  const resolveKey = keyOf(settings, sourcesOf, warnings);
+  const ended = (error: unknown) =>
+    settings.logger.error(
+      new LockHttpWarning(
+        'ERR_LOCK_HTTP_RELEASE',
+        'the lock of a response was lost before it closed, or releasing it failed; it ends by its lease',
+        { cause: error },
+      ),
+    );
+
+  return async (context, res, proceed) => {
+    if (settings.skip && (await settings.skip(context))) {
+      proceed(undefined);
+      return PROCEEDED;
+    }
+    const key = await resolveKey(context);
+    try {
+      const proceeded = await lockForResponse(res, settings.locker, key, settings.acquire, proceed, ended);
+      if (proceeded) warnings.reset(FAIL_OPEN);
+      return proceeded ? PROCEEDED : GONE;
+    } catch (error) {
+      if (isBusy(error)) {
+        warnings.reset(FAIL_OPEN);
+        return { kind: 'refused', refusal: busyRefusal(error, settings.statusCode, settings.message) };
+      }
+      if (isUnavailable(error)) {
+        if (!settings.failOpen) return { kind: 'refused', refusal: unavailableRefusal(error) };
+        warnings.warn(FAIL_OPEN, 'Redis is unavailable: requests run without their lock (failOpen)', {
+          cause: error,
+        });
+        proceed(undefined);
+        return PROCEEDED;
+      }
+      if ((error as { code?: unknown } | null)?.code === 'ERR_LOCK_INVALID_KEY') {
+        throw new RequestKeyError(
+          typeof settings.key === 'function' ? 'ERR_LOCK_HTTP_BAD_KEY' : 'ERR_LOCK_HTTP_BAD_VALUE',
+          'the lock key made from this request is refused by the locker (too long, or unusable on this topology)',
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  };
+}

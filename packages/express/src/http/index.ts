@@ -1,0 +1,17 @@
+/**
+ * The framework-neutral parts of the HTTP lock middlewares, shared by @lock/express and
+ * @lock/koa: key templates, option checks, the request gate, refusals and their bodies.
+ */
+export { KeyTemplateError, LockHttpWarning, type RequestKeyCode, RequestKeyError } from './errors.js';
+export { createGate, type Gate, type GateOutcome, type Proceed } from './gate.js';
+export type { KeySource, KeySources } from './key-template.js';
+export {
+  type CommonLockOptions,
+  checkCommonOptions,
+  checkFunction,
+  checkPropertyName,
+  type LockLogger,
+  type ValidationName,
+} from './options.js';
+export { type LockProblem, type LockRefusal, PROBLEM_CONTENT_TYPE } from './refusal.js';
+export type { ClosableResponse } from './response-lock.js';

@@ -1,0 +1,20 @@
+import { LockHttpWarning } from './errors.js';
+import type { LockLogger } from './options.js';
+
+/** Logs each warning code at most once: misuse found per request would otherwise flood the log. */
+export class WarnOnce {
+  private readonly logged = new Set<string>();
+
+  constructor(private readonly logger: LockLogger) {}
+
+  warn(code: string, message: string, options?: ErrorOptions): void {
+    if (this.logged.has(code)) return;
+    this.logged.add(code);
+    this.logger.warn(new LockHttpWarning(code, message, options));
+  }
+
+  /** Lets `code` be logged again (a new outage after a recovery). */
+  reset(code: string): void {
+    this.logged.delete(code);
+  }
+}

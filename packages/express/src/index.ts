@@ -1,0 +1,11 @@
+export {
+  KeyTemplateError,
+  LockHttpWarning,
+  type LockLogger,
+  type LockProblem,
+  type LockRefusal,
+  type RequestKeyCode,
+  RequestKeyError,
+  type ValidationName,
+} from './http/index.js';
+export { type ExpressLockOptions, lock, type RefusalHandler } from './lock.js';

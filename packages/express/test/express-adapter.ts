@@ -1,0 +1,56 @@
+import http from 'node:http';
+import { Readable } from 'node:stream';
+import type express from 'express';
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { type ExpressLockOptions, lock } from '../src/index.js';
+import { listen } from './support/http.js';
+import type { HttpLockAdapter, TestRoute } from './support/lock-suite.js';
+
+/** One Express major version, as the shared suite drives it. */
+export interface ExpressVersion {
+  readonly name: string;
+  readonly express: typeof express;
+  /** Express 5 sends a rejected async handler to `next(err)`; Express 4 needs the handler to do it. */
+  readonly forwardsRejections: boolean;
+}
+
+function send(res: Response, body: unknown): void {
+  if (body instanceof Readable) {
+    res.type('text/plain');
+    body.pipe(res);
+  } else {
+    res.json(body);
+  }
+}
+
+function handlerOf(route: TestRoute, forwardsRejections: boolean): RequestHandler {
+  return forwardsRejections
+    ? async (req, res) => send(res, await route.handle(req.lock))
+    : (req, res, next) => {
+        route.handle(req.lock).then((body) => send(res, body), next);
+      };
+}
+
+/** Answers an error with its status and `{ code }`, as the suite expects. */
+export const answerErrors: ErrorRequestHandler = (error, _req, res, _next) => {
+  res.status(error.status ?? 500).json({ code: error.code ?? null });
+};
+
+export function expressAdapter({ name, express, forwardsRejections }: ExpressVersion): HttpLockAdapter {
+  return {
+    name,
+    lock: (options) => lock(options as unknown as ExpressLockOptions),
+    serve(routes) {
+      const app = express();
+      for (const route of routes) {
+        app.get(
+          route.path,
+          lock(route.options as unknown as ExpressLockOptions),
+          handlerOf(route, forwardsRejections),
+        );
+      }
+      app.use(answerErrors);
+      return listen(http.createServer(app));
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import http, { type Server } from 'node:http';
+import { createLocker, type Locker } from '@lock/core';
+import { type RedisServer, startRedis } from '@lock/testing';
+import express5 from 'express';
+import express4 from 'express4';
+import request from 'supertest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { lock, type RefusalHandler } from '../src/index.js';
+import { answerErrors, type ExpressVersion, expressAdapter } from './express-adapter.js';
+import { close, listen } from './support/http.js';
+import { describeLockMiddleware } from './support/lock-suite.js';
+
+const versions: ExpressVersion[] = [
+  { name: 'Express 5', express: express5, forwardsRejections: true },
+  { name: 'Express 4', express: express4 as unknown as typeof express5, forwardsRejections: false },
+];
+
+for (const version of versions) {
+  describeLockMiddleware(expressAdapter(version));
+
+  describe(`${version.name}: Express specifics`, () => {
+    let redisServer: RedisServer;
+    let locker: Locker;
+    let servers: Server[] = [];
+
+    beforeAll(async () => {
+      redisServer = await startRedis();
+      locker = createLocker({ redis: redisServer.client() });
+    });
+    afterAll(async () => {
+      await locker.close();
+      await redisServer.stop();
+    });
+    afterEach(async () => {
+      await Promise.all(servers.map(close));
+      servers = [];
+    });
+
+    async function serve(build: (app: ReturnType<typeof express5>) => void): Promise<Server> {
+      const app = version.express();
+      build(app);
+      app.use(answerErrors);
+      const server = await listen(http.createServer(app));
+      servers.push(server);
+      return server;
+    }
+
+    it('stores the handle under requestPropertyName', async () => {
+      const server = await serve((app) =>
+        app.get(
+          '/orders/:id',
+          lock({ locker, key: 'order:{params.id}', requestPropertyName: 'orderLock' }),
+          (req, res) => {
+            const held = (req as unknown as { orderLock?: { key: string } }).orderLock;
+            res.json({ key: held?.key, lock: req.lock ?? null });
+          },
+        ),
+      );
+      expect((await request(server).get('/orders/1')).body).toEqual({ key: 'order:1', lock: null });
+    });
+
+    it('lets a custom handler answer a refusal', async () => {
+      const handler = vi.fn<RefusalHandler>((_req, res, _next, refusal) => {
+        res.status(refusal.statusCode).json({ custom: refusal.reason, retryAfter: refusal.retryAfter });
+      });
+      const server = await serve((app) =>
+        app.get('/orders/:id', lock({ locker, key: 'order:{params.id}', wait: 0, handler }), (_req, res) => {
+          res.json({ ok: true });
+        }),
+      );
+      const holder = await locker.acquire('order:2', { ttl: 2_500 });
+      const busy = await request(server).get('/orders/2');
+      await holder.release();
+      expect([busy.status, busy.body]).toEqual([409, { custom: 'busy', retryAfter: 3 }]);
+      expect(handler.mock.calls[0]![3].problem).toMatchObject({ code: 'ERR_LOCK_BUSY' });
+    });
+
+    it('warns once when mounted with app.use, where there are no route params, and answers 500', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const server = await serve((app) => {
+        app.use(lock({ locker, key: 'order:{params.id}', logger }));
+        app.get('/orders/:id', (_req, res) => {
+          res.json({ ok: true });
+        });
+      });
+      const responses = [await request(server).get('/orders/1'), await request(server).get('/orders/2')];
+      expect(responses.map((r) => [r.status, r.body.code])).toEqual([
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+      ]);
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_PARAMS' });
+    });
+
+    it('reads the parsed body, and warns once when no body parser ran', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const options = { locker, key: 'pay:{body.order.id}', logger };
+      const server = await serve((app) => {
+        app.post('/pay', version.express.json(), lock(options), (req, res) => {
+          res.json({ key: req.lock?.key });
+        });
+        app.post('/raw', lock(options), (_req, res) => {
+          res.json({ ok: true });
+        });
+      });
+      const paid = await request(server)
+        .post('/pay')
+        .send({ order: { id: 7 } });
+      const noParser = [
+        await request(server)
+          .post('/raw')
+          .send({ order: { id: 7 } }),
+        await request(server).post('/raw'),
+      ];
+      expect(paid.body).toEqual({ key: 'pay:7' });
+      expect(noParser.map((r) => r.status)).toEqual([400, 400]);
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_BODY' });
+    });
+  });
+}

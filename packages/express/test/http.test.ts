@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { checkCommonOptions } from '../src/http/index.js';
+import { parseKeyTemplate, renderKey } from '../src/http/key-template.js';
+import { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from '../src/http/retry-after.js';
+
+const locker = { acquire: () => Promise.reject(new Error('not used')) } as never;
+
+describe('key templates', () => {
+  it('renders params, dotted query and body paths, and headers by lower-case name', () => {
+    const template = parseKeyTemplate('{headers.X-Tenant}/order:{params.id}:{query.page.n}:{body.item.sku}');
+    const key = renderKey(template, {
+      params: { id: '42' },
+      query: { page: { n: 3 } },
+      headers: { 'x-tenant': 'acme' },
+      body: { item: { sku: 10n } },
+    });
+    expect(key).toBe('acme/order:42:3:10');
+    expect([...template.sources].sort()).toEqual(['body', 'headers', 'params', 'query']);
+    expect(renderKey(parseKeyTemplate('reports'), {})).toBe('reports');
+  });
+
+  it.each([
+    ['', 'it is empty'],
+    ['order:{params.id', '"{" at position 6 is not closed'],
+    ['order:{params.{id}}', '"{" at position 6 is not closed'],
+    ['order:}{params.id}', '"}" at position 6 closes no placeholder'],
+    ['order:{cookies.id}', '{cookies.id} reads from "cookies": expected one of params, query, headers, body'],
+    ['order:{params}', '{params} names no value: write {params.<name>}'],
+    ['order:{query.a..b}', '{query.a..b} has the name ""'],
+    ['order:{query.a b}', '{query.a b} has the name "a b"'],
+    ['order:{params.a.b}', '{params.a.b}: params are flat, name one of them'],
+    ['order:{headers.a.b}', '{headers.a.b}: headers are flat, name one of them'],
+  ])('refuses %j with a KeyTemplateError naming why', (template, why) => {
+    expect(() => parseKeyTemplate(template)).toThrow(
+      expect.objectContaining({
+        name: 'KeyTemplateError',
+        code: 'ERR_LOCK_HTTP_KEY_TEMPLATE',
+        template,
+        message: expect.stringContaining(why),
+      }),
+    );
+  });
+
+  it.each([
+    [{ query: {} }, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],
+    [{ query: { id: '' } }, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],
+    [{ query: { id: null } }, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],
+    [{ query: { id: ['1', '2'] } }, 'ERR_LOCK_HTTP_BAD_VALUE', 400],
+    [{ query: { id: { nested: 1 } } }, 'ERR_LOCK_HTTP_BAD_VALUE', 400],
+    [{ query: { id: Number.NaN } }, 'ERR_LOCK_HTTP_BAD_VALUE', 400],
+    [{}, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],
+  ])('refuses the query %j with %s (%i)', (sources, code, status) => {
+    expect(() => renderKey(parseKeyTemplate('order:{query.id}'), sources)).toThrow(
+      expect.objectContaining({ name: 'RequestKeyError', code, status, statusCode: status, expose: true }),
+    );
+  });
+
+  it('answers 500 for a route param that is missing or not a single value', () => {
+    const template = parseKeyTemplate('file:{params.path}');
+    expect(() => renderKey(template, { params: {} })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_PARAM', status: 500, expose: false }),
+    );
+    expect(() => renderKey(template, { params: { path: ['a', 'b'] } })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_BAD_KEY', status: 500 }),
+    );
+  });
+
+  it('reads own properties only', () => {
+    expect(() => renderKey(parseKeyTemplate('x:{query.constructor}'), { query: {} })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_VALUE' }),
+    );
+    expect(() => renderKey(parseKeyTemplate('x:{body.toString}'), { body: {} })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_VALUE' }),
+    );
+  });
+});
+
+describe('Retry-After', () => {
+  it('is whole seconds rounded up, at least 1, and the documented fallback when the holder is unknown', () => {
+    expect([0, 1, 999, 1000, 1001, 2500, 30_000].map(retryAfterSeconds)).toEqual([1, 1, 1, 1, 2, 3, 30]);
+    expect(RETRY_AFTER_UNKNOWN).toBe(1);
+    expect(retryAfterSeconds(-1)).toBe(RETRY_AFTER_UNKNOWN);
+  });
+});
+
+describe('options', () => {
+  it('applies the documented defaults', () => {
+    const settings = checkCommonOptions({ locker, key: 'k' }, []);
+    expect(settings).toMatchObject({
+      acquire: {},
+      statusCode: 409,
+      failOpen: false,
+      logger: console,
+      validate: { params: true, body: true },
+    });
+    expect(settings.message).toMatch(/Retry-After/);
+  });
+
+  it.each([
+    [{ ttl: 0 }, 'ttl'],
+    [{ ttl: 1.5 }, 'ttl'],
+    [{ wait: -1 }, 'wait'],
+    [{ renew: 'yes' }, 'renew'],
+    [{ statusCode: 429 }, 'statusCode'],
+    [{ message: '' }, 'message'],
+    [{ skip: true }, 'skip'],
+    [{ failOpen: 1 }, 'failOpen'],
+    [{ logger: { warn() {} } }, 'logger'],
+    [{ validate: { cookies: false } }, 'validate.cookies'],
+    [{ validate: 'no' }, 'validate'],
+    [{ key: 42 }, 'key'],
+    [{ locker: {} }, 'locker'],
+    [{ handler: () => {} }, 'handler'],
+  ])('refuses %j, naming %s', (bad, option) => {
+    expect(() => checkCommonOptions({ locker, key: 'k', ...bad }, [])).toThrow(
+      expect.objectContaining({ name: 'InvalidOptionError', code: 'ERR_LOCK_INVALID_OPTION', option }),
+    );
+  });
+
+  it('keeps what was given, and turns single validations off', () => {
+    const settings = checkCommonOptions(
+      {
+        locker,
+        key: 'k',
+        ttl: 5_000,
+        wait: Number.POSITIVE_INFINITY,
+        renew: true,
+        validate: { body: false },
+      },
+      [],
+    );
+    expect(settings.acquire).toEqual({ ttl: 5_000, wait: Number.POSITIVE_INFINITY, renew: true });
+    expect(settings.validate).toEqual({ params: true, body: false });
+  });
+});

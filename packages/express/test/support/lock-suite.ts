@@ -1,0 +1,450 @@
+import type { Server } from 'node:http';
+import { Readable } from 'node:stream';
+import { createLocker, type Lock, type Locker } from '@lock/core';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { useRedis } from '@lock/testing/vitest';
+import { Redis } from 'ioredis';
+import request from 'supertest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { close, openRequest } from './http.js';
+import { Gate, Intervals, observed, within } from './recorder.js';
+
+/** One route of a test app: the lock options and a framework-neutral handler. */
+export interface TestRoute {
+  /** Express / @koa/router path, such as `/orders/:id`; served for GET. */
+  readonly path: string;
+  /** Options of the adapter's `lock()`. */
+  readonly options: Record<string, unknown>;
+  /** Gets the handle the middleware stored (undefined when it ran unlocked); returns a JSON body or a Readable to stream. */
+  readonly handle: (lock: Lock | undefined) => Promise<unknown>;
+}
+
+/** What the shared suite needs from one framework version. */
+export interface HttpLockAdapter {
+  readonly name: string;
+  /** The adapter's `lock()` (creation errors are thrown from it). */
+  lock(options: Record<string, unknown>): unknown;
+  /**
+   * A listening server serving `routes` behind `lock()`, whose error handling answers an error
+   * with its `status` (500 without one) and the body `{ code }`.
+   */
+  serve(routes: readonly TestRoute[]): Promise<Server>;
+}
+
+const bound = { timeout: 5_000, interval: 10 };
+
+/** The behaviour every adapter shares, run once per framework version. */
+export function describeLockMiddleware(adapter: HttpLockAdapter): void {
+  describe(`${adapter.name}: the lock middleware`, () => {
+    let redisServer: RedisServer;
+    let locker: Locker;
+    let acquires: ReturnType<typeof observed>['acquires'];
+    let servers: Server[] = [];
+
+    beforeAll(async () => {
+      redisServer = await startRedis();
+      const watched = observed(createLocker({ redis: redisServer.client() }));
+      locker = watched.locker;
+      acquires = watched.acquires;
+    });
+    afterAll(async () => {
+      await locker.close();
+      await redisServer.stop();
+    });
+    afterEach(async () => {
+      await Promise.all(servers.map(close));
+      servers = [];
+      acquires.length = 0;
+      await redisServer.client().flushall();
+    });
+
+    async function serve(...routes: TestRoute[]): Promise<Server> {
+      const server = await adapter.serve(routes);
+      servers.push(server);
+      return server;
+    }
+
+    const freed = (key: string) =>
+      waitFor(`${key} to be free`, async () => !(await locker.isLocked(key)), bound);
+
+    it('runs 20 concurrent requests for one id one at a time, and all succeed with a long wait', async () => {
+      const intervals = new Intervals();
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 20_000 },
+        handle: () =>
+          intervals.record(() => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 5))),
+      });
+      const responses = await Promise.all(Array.from({ length: 20 }, () => request(server).get('/orders/7')));
+      expect(responses.map((r) => r.status)).toEqual(Array(20).fill(200));
+      expect(intervals.spans).toHaveLength(20);
+      expect(intervals.overlapping()).toBe(0);
+      expect(await locker.isLocked('order:7')).toBe(false);
+    });
+
+    it('with wait 0 lets exactly one of 20 in and answers the others 409, Retry-After and problem+json', async () => {
+      const inside = new Gate();
+      let entered = 0;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 0, ttl: 10_000 },
+        handle: async () => {
+          entered += 1;
+          await inside.pass();
+          return { ok: true };
+        },
+      });
+      let refused = 0;
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          request(server)
+            .get('/orders/9')
+            .then((response) => {
+              if (response.status === 409) refused += 1;
+              if (refused === 19) inside.open();
+              return response;
+            }),
+        ),
+      );
+      expect(entered).toBe(1);
+      const busy = responses.filter((r) => r.status === 409);
+      expect(responses.filter((r) => r.status === 200)).toHaveLength(1);
+      expect(busy).toHaveLength(19);
+      for (const response of busy) {
+        expect(response.headers['retry-after']).toMatch(/^([1-9]|10)$/);
+        expect(response.headers['content-type']).toBe('application/problem+json');
+        expect(JSON.parse(response.text)).toEqual({
+          type: 'urn:lock:problem:busy',
+          title: 'Resource busy',
+          status: 409,
+          detail: expect.any(String),
+          code: 'ERR_LOCK_BUSY',
+        });
+        expect(response.text).not.toContain('order:9');
+      }
+    });
+
+    it("answers 409 with Retry-After from the holder's lease when the wait runs out", async () => {
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 100 },
+        handle: async () => ({ ok: true }),
+      });
+      const holder = await locker.acquire('order:11', { ttl: 4_500 });
+      const busy = await request(server).get('/orders/11');
+      await holder.release();
+      expect([busy.status, busy.headers['retry-after'], JSON.parse(busy.text).code]).toEqual([
+        409,
+        expect.stringMatching(/^[45]$/),
+        'ERR_LOCK_BUSY',
+      ]);
+      expect((await request(server).get('/orders/11')).status).toBe(200);
+    });
+
+    it('runs requests for different ids in parallel', async () => {
+      const intervals = new Intervals();
+      const bothInside = new Gate();
+      let inside = 0;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 20_000 },
+        handle: () =>
+          intervals.record(async () => {
+            inside += 1;
+            if (inside === 2) bothInside.open();
+            // Each waits until the other is inside too: only possible if they hold their locks at once.
+            await bothInside.pass();
+            return { ok: true };
+          }),
+      });
+      const responses = await Promise.all([
+        request(server).get('/orders/1'),
+        request(server).get('/orders/2'),
+      ]);
+      expect(responses.map((r) => r.status)).toEqual([200, 200]);
+      expect(intervals.overlapping()).toBe(1);
+    });
+
+    it('gives the handler the handle, with fences that increase request after request', async () => {
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}' },
+        handle: async (lock) => ({ fence: lock?.fence, key: lock?.key, aborted: lock?.signal.aborted }),
+      });
+      const first = await request(server).get('/orders/3');
+      const second = await request(server).get('/orders/3');
+      expect(first.body).toEqual({ fence: expect.any(Number), key: 'order:3', aborted: false });
+      expect(second.body.fence).toBeGreaterThan(first.body.fence);
+    });
+
+    it('runs the handler inside the lock: a nested using of the same key re-enters instead of waiting', async () => {
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}' },
+        handle: (outer) =>
+          locker.using('order:8', { wait: 0 }, async (inner) => ({ same: inner.fence === outer?.fence })),
+      });
+      const response = await request(server).get('/orders/8');
+      expect([response.status, response.body]).toEqual([200, { same: true }]);
+    });
+
+    it('stops waiting when the client goes away: the handler never runs and nothing stays locked', async () => {
+      let ran = 0;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 20_000 },
+        handle: async () => {
+          ran += 1;
+          return { ok: true };
+        },
+      });
+      const holder = await locker.acquire('order:5');
+      const client = openRequest(server, '/orders/5');
+      await waitFor('the request to wait for the lock', async () => acquires.length === 2, bound);
+      client.abort();
+      const waited = acquires[1]!;
+      expect(await within(waited.result)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+      await holder.release();
+      await freed('order:5');
+      expect(ran).toBe(0);
+      expect((await request(server).get('/orders/5')).status).toBe(200);
+      expect(ran).toBe(1);
+    });
+
+    it('holds the lock while a streamed body is written, and releases it after the last byte', async () => {
+      const rest = new Gate();
+      const server = await serve({
+        path: '/files/:id',
+        options: { locker, key: 'file:{params.id}', wait: 0 },
+        handle: async () =>
+          Readable.from(
+            (async function* () {
+              yield 'first\n';
+              await rest.pass();
+              yield 'last\n';
+            })(),
+          ),
+      });
+      const streaming = openRequest(server, '/files/1');
+      expect(await streaming.firstChunk).toBe('first\n');
+      const during = await request(server).get('/files/1');
+      expect(during.status).toBe(409);
+      rest.open();
+      expect(await streaming.body).toBe('first\nlast\n');
+      await freed('file:1');
+      const after = await request(server).get('/files/1');
+      expect(after.status).toBe(200);
+      expect(after.text).toBe('first\nlast\n');
+    });
+
+    it('releases at once when the client aborts mid-stream', async () => {
+      const rest = new Gate();
+      const server = await serve({
+        path: '/files/:id',
+        options: { locker, key: 'file:{params.id}', ttl: 60_000 },
+        handle: async () =>
+          Readable.from(
+            (async function* () {
+              yield 'first\n';
+              await rest.opened;
+              yield 'last\n';
+            })(),
+          ),
+      });
+      const streaming = openRequest(server, '/files/2');
+      expect(await streaming.firstChunk).toBe('first\n');
+      expect(await locker.isLocked('file:2')).toBe(true);
+      streaming.abort();
+      await freed('file:2');
+      rest.open();
+    });
+
+    it('releases when the handler throws', async () => {
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', ttl: 60_000 },
+        handle: async () => {
+          throw Object.assign(new Error('the handler failed'), { code: 'E_HANDLER' });
+        },
+      });
+      const failed = await request(server).get('/orders/4');
+      expect(failed.status).toBe(500);
+      expect(failed.body).toEqual({ code: 'E_HANDLER' });
+      await freed('order:4');
+    });
+
+    it('answers 400 for a missing client value and 500 for a missing route param, without asking Redis', async () => {
+      const server = await serve(
+        { path: '/search', options: { locker, key: 'search:{query.q}' }, handle: async () => ({ ok: true }) },
+        {
+          path: '/tenant',
+          options: { locker, key: 't:{headers.x-tenant}' },
+          handle: async () => ({ ok: true }),
+        },
+        {
+          path: '/orders/:id',
+          options: { locker, key: 'order:{params.orderId}' },
+          handle: async () => ({ ok: true }),
+        },
+      );
+      const missing = await request(server).get('/search');
+      const empty = await request(server).get('/search?q=');
+      const repeated = await request(server).get('/search?q=1&q=2');
+      const noHeader = await request(server).get('/tenant');
+      const wrongParam = await request(server).get('/orders/1');
+      expect([missing.status, empty.status, repeated.status, noHeader.status, wrongParam.status]).toEqual([
+        400, 400, 400, 400, 500,
+      ]);
+      expect([missing.body, repeated.body, noHeader.body, wrongParam.body]).toEqual([
+        { code: 'ERR_LOCK_HTTP_MISSING_VALUE' },
+        { code: 'ERR_LOCK_HTTP_BAD_VALUE' },
+        { code: 'ERR_LOCK_HTTP_MISSING_VALUE' },
+        { code: 'ERR_LOCK_HTTP_MISSING_PARAM' },
+      ]);
+      expect(acquires).toHaveLength(0);
+      const found = await request(server).get('/tenant').set('X-Tenant', 'acme');
+      expect(found.status).toBe(200);
+      expect(acquires.map((a) => a.key)).toEqual(['t:acme']);
+    });
+
+    it('passes a failing key function or skip to the error handling', async () => {
+      const teapot = () => Object.assign(new Error('no key today'), { status: 418, code: 'E_KEY' });
+      const server = await serve(
+        {
+          path: '/key',
+          options: {
+            locker,
+            key: async () => {
+              throw teapot();
+            },
+          },
+          handle: async () => ({ ok: true }),
+        },
+        {
+          path: '/skip',
+          options: {
+            locker,
+            key: 'k',
+            skip: async () => {
+              throw teapot();
+            },
+          },
+          handle: async () => ({ ok: true }),
+        },
+        { path: '/empty', options: { locker, key: () => '' }, handle: async () => ({ ok: true }) },
+      );
+      expect((await request(server).get('/key')).body).toEqual({ code: 'E_KEY' });
+      expect((await request(server).get('/skip')).status).toBe(418);
+      const empty = await request(server).get('/empty');
+      expect([empty.status, empty.body]).toEqual([500, { code: 'ERR_LOCK_HTTP_BAD_KEY' }]);
+      expect(acquires).toHaveLength(0);
+    });
+
+    it('skips the lock when skip says so, and answers busy with the configured status', async () => {
+      const inside = new Gate();
+      const server = await serve({
+        path: '/orders/:id',
+        options: {
+          locker,
+          key: 'order:{params.id}',
+          wait: 0,
+          statusCode: 423,
+          message: 'Order 6 is being paid',
+          skip: (context: { query: Record<string, unknown> }) => context.query.peek === '1',
+        },
+        handle: async (lock) => {
+          if (lock) await inside.pass();
+          return { locked: lock !== undefined };
+        },
+      });
+      const holding = request(server)
+        .get('/orders/6')
+        .then((r) => r);
+      await waitFor('the first request to hold the lock', () => locker.isLocked('order:6'), bound);
+      const busy = await request(server).get('/orders/6');
+      const peek = await request(server).get('/orders/6?peek=1');
+      inside.open();
+      expect((await holding).body).toEqual({ locked: true });
+      expect([busy.status, JSON.parse(busy.text).status, JSON.parse(busy.text).detail]).toEqual([
+        423,
+        423,
+        'Order 6 is being paid',
+      ]);
+      expect(peek.body).toEqual({ locked: false });
+    });
+
+    it('refuses a bad template, option or status when the middleware is made', () => {
+      expect(() => adapter.lock({ locker, key: 'order:{nope.id}' })).toThrow(
+        expect.objectContaining({ code: 'ERR_LOCK_HTTP_KEY_TEMPLATE', name: 'KeyTemplateError' }),
+      );
+      expect(() => adapter.lock({ locker, key: '' })).toThrow(
+        expect.objectContaining({ code: 'ERR_LOCK_HTTP_KEY_TEMPLATE' }),
+      );
+      expect(() => adapter.lock({ locker, key: 'k', statusCode: 429 })).toThrow(
+        expect.objectContaining({ code: 'ERR_LOCK_INVALID_OPTION', option: 'statusCode', value: 429 }),
+      );
+      expect(() => adapter.lock({ locker, key: 'k', wiat: 0 })).toThrow(
+        expect.objectContaining({ code: 'ERR_LOCK_INVALID_OPTION', option: 'wiat' }),
+      );
+      expect(() => adapter.lock({ key: 'k' })).toThrow(expect.objectContaining({ option: 'locker' }));
+    });
+
+    describe('when Redis stops', () => {
+      async function downRedis() {
+        const server = await useRedis();
+        const redis = new Redis(server.url);
+        // A real app listens for connection errors; without it ioredis prints each reconnect attempt.
+        redis.on('error', () => {});
+        const downLocker = createLocker({ redis });
+        const warn = vi.fn();
+        const logger = { warn, error: vi.fn() };
+        const app = await serve(
+          {
+            path: '/closed/:id',
+            options: { locker: downLocker, key: 'order:{params.id}', wait: 1_000, logger },
+            handle: async (lock) => ({ locked: lock !== undefined }),
+          },
+          {
+            path: '/open/:id',
+            options: { locker: downLocker, key: 'order:{params.id}', wait: 1_000, failOpen: true, logger },
+            handle: async (lock) => ({ locked: lock !== undefined }),
+          },
+        );
+        expect((await request(app).get('/closed/1')).body).toEqual({ locked: true });
+        await server.kill();
+        return {
+          app,
+          warn,
+          [Symbol.asyncDispose]: async () => {
+            redis.disconnect();
+            await downLocker.close();
+          },
+        };
+      }
+
+      it('answers 503 with Retry-After within about the wait (fail closed)', async () => {
+        await using down = await downRedis();
+        const started = performance.now();
+        const response = await request(down.app).get('/closed/1');
+        expect(performance.now() - started).toBeLessThan(1_000 + 3_000);
+        expect(response.status).toBe(503);
+        expect(response.headers['retry-after']).toBe('1');
+        expect(response.headers['content-type']).toBe('application/problem+json');
+        expect(JSON.parse(response.text)).toMatchObject({
+          type: 'urn:lock:problem:unavailable',
+          status: 503,
+          code: 'ERR_LOCK_UNAVAILABLE',
+        });
+      }, 15_000);
+
+      it('runs the handler unlocked with failOpen, warning once', async () => {
+        await using down = await downRedis();
+        const first = await request(down.app).get('/open/1');
+        const second = await request(down.app).get('/open/2');
+        expect([first.status, first.body, second.body]).toEqual([200, { locked: false }, { locked: false }]);
+        expect(down.warn).toHaveBeenCalledTimes(1);
+        expect(down.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_FAIL_OPEN' });
+      }, 15_000);
+    });
+  });
+}

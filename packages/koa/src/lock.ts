@@ -1,0 +1,58 @@
+import type { Lock } from '@lock/core';
+import {
+  type CommonLockOptions,
+  checkCommonOptions,
+  checkFunction,
+  checkPropertyName,
+  createGate,
+  type LockRefusal,
+} from '@lock/express/http';
+import type { Context, Middleware } from 'koa';
+import { sendRefusal } from './send-refusal.js';
+
+/** `ctx.state` under the default `stateKey`: `new Router<LockState>()` types `ctx.state.lock`. */
+export interface LockState {
+  /** The lock held for this request; undefined when it was skipped or ran unlocked (`failOpen`). */
+  lock?: Lock;
+}
+
+/** Answers a request whose lock was refused (busy, or Redis unavailable). */
+export type RefusalHandler = (ctx: Context, refusal: LockRefusal) => unknown;
+
+/** Options of `lock()`. */
+export interface KoaLockOptions extends CommonLockOptions<Context> {
+  /**
+   * Answers a refused request instead of the default: the refusal's status, `Retry-After` and
+   * problem+json body. Default: that answer.
+   */
+  readonly handler?: RefusalHandler;
+  /** The key of `ctx.state` the lock handle is stored under. Default: `'lock'`. */
+  readonly stateKey?: string;
+}
+
+/**
+ * Router middleware that holds a lock on the request's key from before the handler runs until
+ * `ctx.res` closes: never merely until `await next()` returns, because a streamed body is still
+ * being written then. Works on Koa 2 and 3 with @koa/router.
+ */
+export function lock(options: KoaLockOptions): Middleware {
+  const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
+  const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
+  const stateKey = checkPropertyName(options.stateKey ?? 'lock', 'stateKey');
+  const gate = createGate(settings, (ctx: Context) => ({
+    params: (ctx as { params?: unknown }).params,
+    query: ctx.query,
+    headers: ctx.headers,
+    body: (ctx.request as { body?: unknown }).body,
+  }));
+
+  return async function lockMiddleware(ctx, next) {
+    let downstream: Promise<unknown> | undefined;
+    const outcome = await gate(ctx, ctx.res, (held) => {
+      if (held) ctx.state[stateKey] = held;
+      downstream = next();
+    });
+    if (outcome.kind === 'refused') await handler(ctx, outcome.refusal);
+    await downstream;
+  };
+}
