@@ -63,10 +63,12 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
       throw new InvalidOptionError(`clients[${index}]`, 'a Cluster', 'a client of one standalone master');
     }
   });
-  if (new Set(clients).size !== clients.length) {
+  const first = clients.findIndex((client, index) => clients.indexOf(client) !== index);
+  if (first !== -1) {
+    const same = clients.flatMap((client, index) => (client === clients[first] ? [`clients[${index}]`] : []));
     throw new InvalidOptionError(
       'clients',
-      `${clients.length} clients`,
+      `${same.join(' and ')} (the same client)`,
       'distinct clients (one per independent master)',
     );
   }

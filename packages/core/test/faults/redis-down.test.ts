@@ -1,5 +1,5 @@
 import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import { type RedisServer, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { renewals } from '../support/renewals.js';
@@ -83,6 +83,33 @@ describe.each(['refused (killed)', 'frozen (SIGSTOP)'] as const)('Redis %s', (fa
     expect(
       consoleErrors.mock.calls.filter((args) => String(args[0]).includes('Unhandled error event')),
     ).toEqual([]);
+  });
+});
+
+describe('Redis behind a blackholed link (half-open: connections stay up, nothing flows)', () => {
+  it('every call settles by its deadline with LockUnavailableError, and works again once the link heals', async () => {
+    await using server = await startRedis();
+    await using proxy = await startProxy({ target: server });
+    const redis = new Redis(proxy.redisOptions);
+    redis.on('error', () => {});
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    const held = await locker.acquire('held', { ttl: 10_000 });
+    proxy.blackhole();
+    const acquire = await timed(() => locker.acquire('k', { wait: 1_000 }));
+    expect(acquire.error).toBeInstanceOf(LockUnavailableError);
+    expect(acquire.ms).toBeLessThan(1_000 + COMMAND_TIMEOUT + SLACK_MS);
+    for (const call of [() => locker.tryAcquire('k'), () => locker.inspect('k'), () => held.release()]) {
+      const { error, ms } = await timed(call);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(ms).toBeLessThan(COMMAND_TIMEOUT + SLACK_MS);
+    }
+    proxy.pass();
+    // What was held back is delivered in order: the late attempts are undone, the release lands.
+    await until(async () => !(await locker.isLocked('k')) && !(await locker.isLocked('held')), 5_000);
+    const again = await locker.acquire('k', { ttl: 5_000, wait: 2_000 });
+    expect(await again.release()).toBe('released');
+    await locker.close();
+    redis.disconnect();
   });
 });
 

@@ -26,7 +26,12 @@ describe('RedLock options', () => {
     ['no clients', { clients: [] }, 'clients', '[]'],
     ['clients not an array', { clients: 'redis://x' }, 'clients', '"redis://x"'],
     ['a client that is not ioredis', { clients: [a, { get() {} }] }, 'clients[1]', '{}'],
-    ['the same client twice', { clients: [a, b, a] }, 'clients', '"3 clients"'],
+    [
+      'the same client twice',
+      { clients: [a, b, a] },
+      'clients',
+      '"clients[0] and clients[2] (the same client)"',
+    ],
     ['a zero node timeout', { clients: [a, b, c], nodeTimeout: 0 }, 'nodeTimeout', '0'],
     ['a NaN node timeout', { clients: [a, b, c], nodeTimeout: Number.NaN }, 'nodeTimeout', 'NaN'],
     ['a drift factor of 1', { clients: [a, b, c], driftFactor: 1 }, 'driftFactor', '1'],
