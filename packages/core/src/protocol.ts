@@ -51,6 +51,12 @@ export interface AttemptContext {
    * counting a second hold. Default: none (every copy counts).
    */
   readonly attempt?: string;
+  /**
+   * To pass to `LuaScript.run` for the attempt's script: it sends a command the backend needs
+   * right behind the script on the same connection (WAIT for replicas). A protocol that does not
+   * pass it gets the command sent after the script's answer instead. Default: none.
+   */
+  readonly followUp?: () => void;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */

@@ -12,16 +12,26 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /**
+   * `followUp`, when given, is called right after each script command is issued (synchronously,
+   * so it sends its own command behind the script's on the same connection, as in a pipeline):
+   * the engine's WAIT must cover the script's write even across a reconnect.
+   */
   async run(
     redis: RedisClient,
     keys: readonly string[],
     args: readonly (string | number)[],
+    followUp?: () => void,
   ): Promise<unknown> {
     try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      const reply = redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      followUp?.();
+      return await reply;
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return redis.eval(this.source, keys.length, ...keys, ...args);
+      const reply = redis.eval(this.source, keys.length, ...keys, ...args);
+      followUp?.();
+      return reply;
     }
   }
 }

@@ -6,24 +6,24 @@ import type { ReplicationOptions } from '../types.js';
 const AUTO = { replicas: 1, timeout: 250 };
 const AUTO_RECHECK_MS = 10_000;
 
-/** How many replicas an acquisition wanted and how many confirmed it. */
-export interface ReplicaCount {
-  readonly wanted: number;
-  readonly confirmed: number;
+/** The WAIT to send behind an acquisition: how many replicas must confirm it, within how many ms. */
+export interface WaitPlan {
+  readonly replicas: number;
+  readonly timeout: number;
 }
 
 /**
- * A function sending `WAIT` on the caller's connection (the one that ran the acquire script,
- * so WAIT covers that write) and answering how many replicas confirmed.
+ * What to WAIT for after the next acquisition, or null for nothing: answered at once, except
+ * that `'auto'` asks the server for its replicas (`INFO replication`) at most every 10 s, before
+ * the acquisition, so a failure there writes nothing.
  */
 export function replicationGate(
   redis: RedisClient,
   replication: ReplicationOptions,
-): () => Promise<ReplicaCount> {
-  const none = async () => ({ wanted: 0, confirmed: 0 });
-  if (replication === false) return none;
+): () => WaitPlan | null | Promise<WaitPlan | null> {
+  if (replication === false) return () => null;
   if (isCluster(redis)) {
-    if (replication === 'auto') return none;
+    if (replication === 'auto') return () => null;
     throw new InvalidOptionError(
       'replication',
       replication,
@@ -32,21 +32,24 @@ export function replicationGate(
   }
   if (replication !== 'auto') {
     checkReplication(replication);
-    return async () => ({
-      wanted: replication.replicas,
-      confirmed: await wait(redis, replication.replicas, replication.timeout),
-    });
+    const plan = { replicas: replication.replicas, timeout: replication.timeout };
+    return () => plan;
   }
   let checkedAt = Number.NEGATIVE_INFINITY;
-  let replicated = false;
-  return async () => {
-    if (performance.now() - checkedAt > AUTO_RECHECK_MS) {
-      replicated = (await connectedReplicas(redis)) > 0;
+  let plan: WaitPlan | null = null;
+  return () => {
+    if (performance.now() - checkedAt <= AUTO_RECHECK_MS) return plan;
+    return connectedReplicas(redis).then((replicas) => {
+      plan = replicas > 0 ? AUTO : null;
       checkedAt = performance.now();
-    }
-    if (!replicated) return { wanted: 0, confirmed: 0 };
-    return { wanted: AUTO.replicas, confirmed: await wait(redis, AUTO.replicas, AUTO.timeout) };
+      return plan;
+    });
   };
+}
+
+/** Sends `WAIT` on the caller's connection: it covers the writes sent before it there. Answers how many replicas confirmed. */
+export async function sendWait(redis: RedisClient, plan: WaitPlan): Promise<number> {
+  return Number(await redis.call('WAIT', plan.replicas, plan.timeout));
 }
 
 function checkReplication(value: { replicas: unknown; timeout: unknown }): void {
@@ -60,10 +63,6 @@ function checkReplication(value: { replicas: unknown; timeout: unknown }): void 
   if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
     throw new InvalidOptionError('replication.timeout', timeout, 'a positive integer number of ms');
   }
-}
-
-async function wait(redis: RedisClient, replicas: number, timeout: number): Promise<number> {
-  return Number(await redis.call('WAIT', replicas, timeout));
 }
 
 async function connectedReplicas(redis: RedisClient): Promise<number> {

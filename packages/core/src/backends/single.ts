@@ -6,7 +6,7 @@ import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { ReleaseListener } from './release-listener.js';
-import { replicationGate } from './replication.js';
+import { replicationGate, sendWait } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
 export interface SingleBackendOptions {
@@ -47,7 +47,7 @@ export function singleBackend(
   options: SingleBackendOptions = {},
 ): LockBackend {
   const listener = options.subscriber ?? new ReleaseListener(redis);
-  const confirmReplicas = replicationGate(redis, options.replication ?? 'auto');
+  const planWait = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
@@ -60,27 +60,40 @@ export function singleBackend(
     async acquire(resource, owner, ttl, context) {
       const unchecked = checkEviction(resource);
       if (unchecked) await unchecked;
-      const reply = await protocol.acquire(redis, resource, owner, ttl, context).catch((error: unknown) => {
-        // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
-        if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
-          throw new ReplicationError(resource, 1, 0, { cause: error });
-        }
-        throw error;
-      });
+      const planned = planWait();
+      const plan = planned instanceof Promise ? await planned : planned;
+      // WAIT is sent right behind the script on the same connection, as in a pipeline: awaited
+      // after the answer, a reconnect in between would make it a no-op on a fresh connection.
+      let confirmation: Promise<number> | undefined;
+      const followUp = plan
+        ? () => {
+            confirmation = sendWait(redis, plan);
+            confirmation.catch(() => {});
+          }
+        : undefined;
+      const reply = await protocol
+        .acquire(redis, resource, owner, ttl, followUp ? { wait: 0, ...context, followUp } : context)
+        .catch((error: unknown) => {
+          // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
+          if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
+            throw new ReplicationError(resource, 1, 0, { cause: error });
+          }
+          throw error;
+        });
       if (!reply.acquired) return reply;
-      if (reply.holds === 1) {
+      if (plan && reply.holds === 1) {
         // The lock is written already: whatever goes wrong while confirming it must undo it.
         const undo = () => protocol.release(redis, resource, owner, reply.token).catch(() => {});
-        let count: Awaited<ReturnType<typeof confirmReplicas>>;
+        let confirmed: number;
         try {
-          count = await confirmReplicas();
+          confirmed = await (confirmation ?? sendWait(redis, plan));
         } catch (error) {
           await undo();
           throw error;
         }
-        if (count.confirmed < count.wanted) {
+        if (confirmed < plan.replicas) {
           await undo();
-          throw new ReplicationError(resource, count.wanted, count.confirmed);
+          throw new ReplicationError(resource, plan.replicas, confirmed);
         }
       }
       return { ...reply, validity: (reply.ttl ?? ttl) - clockDrift(ttl) };

@@ -80,6 +80,7 @@ export function tokenProtocol(): LockProtocol {
           context?.queued ? '1' : '0',
           context?.attempt ?? '',
         ],
+        context?.followUp,
       )) as number[];
       if (reply[0] === 1) {
         return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner, ttl: reply[3]! };
