@@ -19,6 +19,8 @@ import {
   localWaiters,
   processWaiters,
 } from './scenarios/contention-runs.js';
+import { handoffOf, handoffSlice } from './scenarios/handoff.js';
+import { keysLeftSlice } from './scenarios/keys-left.js';
 import { renewal, renewingKinds } from './scenarios/renewal.js';
 import { throughputOf, throughputSlice } from './scenarios/throughput.js';
 import { latencyOf, uncontendedSlice } from './scenarios/uncontended.js';
@@ -35,6 +37,7 @@ const settings = quick
       processRounds: 1,
       renewalLocks: 2_000,
       renewalIntervals: 2,
+      handoffs: 20,
     }
   : {
       rounds: 5,
@@ -44,7 +47,10 @@ const settings = quick
       processRounds: 2,
       renewalLocks: 10_000,
       renewalIntervals: 3,
+      handoffs: 100,
     };
+/** Distinct keys each subject locks and releases once before the keys left in Redis are counted. */
+const DISTINCT_KEYS = 20_000;
 const slice = (total: number, rounds: number) => Math.round(total / rounds);
 const shape: ContentionShape = {
   waiters: 20,
@@ -63,9 +69,12 @@ const results: Results = {
   throughput: {},
   contention: {},
   contentionProcesses: {},
+  handoff: {},
+  keysLeft: {},
   renewal: {},
   redlockUncontended: {},
   redlockContention: {},
+  redlockKeysLeft: {},
 };
 
 function progress(message: string): void {
@@ -79,7 +88,8 @@ function mapValues<T, R>(record: Record<string, T>, fn: (value: T) => R): Record
 /**
  * Runs `measure` for every kind, round after round, each subject on its own connections: a
  * disturbance of the shared machine then lands on every subject alike instead of on whichever
- * ran at that moment. The servers are emptied after every slice.
+ * ran at that moment. `measure` gets `copies` independent subjects of the kind (the first, then
+ * the others), each on its own connections. The servers are emptied after every slice.
  */
 async function interleaved<T>(
   label: string,
@@ -87,27 +97,61 @@ async function interleaved<T>(
   servers: readonly RedisServer[],
   admins: readonly Redis[],
   rounds: number,
-  measure: (subject: Subject) => Promise<T>,
+  measure: (subject: Subject, others: readonly Subject[]) => Promise<T>,
+  copies = 1,
 ): Promise<Record<string, T[]>> {
   const entries = kinds.map((kind) => {
-    const clients = servers.map((server) => server.client());
-    return { kind, clients, subject: makeSubject(kind, clients), slices: [] as T[] };
+    const copiesOf = Array.from({ length: copies }, () => {
+      const clients = servers.map((server) => server.client());
+      return { clients, subject: makeSubject(kind, clients) };
+    });
+    return { kind, copies: copiesOf, slices: [] as T[] };
   });
   try {
     for (let round = 1; round <= rounds; round++) {
       progress(`${label}: round ${round} of ${rounds}`);
       for (const entry of entries) {
-        entry.slices.push(await measure(entry.subject));
+        const [first, ...others] = entry.copies.map((copy) => copy.subject);
+        entry.slices.push(await measure(first!, others));
         await Promise.all(admins.map((admin) => admin.flushall()));
       }
     }
   } finally {
-    for (const entry of entries) {
-      await entry.subject.close();
-      for (const client of entry.clients) client.disconnect();
+    for (const copy of entries.flatMap((entry) => entry.copies)) {
+      await copy.subject.close();
+      for (const client of copy.clients) client.disconnect();
     }
   }
   return Object.fromEntries(entries.map((entry) => [entry.kind, entry.slices]));
+}
+
+/** Hand-off: a holder and one waiter of the same kind, each on its own connections. */
+function handoffRun(
+  kinds: readonly SubjectKind[],
+  servers: readonly RedisServer[],
+  admins: readonly Redis[],
+) {
+  return interleaved(
+    'hand-off',
+    kinds,
+    servers,
+    admins,
+    settings.rounds,
+    (holder, [waiter]) => handoffSlice(holder, waiter!, slice(settings.handoffs, settings.rounds)),
+    2,
+  );
+}
+
+/** Keys left behind: one pass, a count rather than a timing, so no rounds. */
+function keysLeftRun(
+  label: string,
+  kinds: readonly SubjectKind[],
+  servers: readonly RedisServer[],
+  admins: readonly Redis[],
+) {
+  return interleaved(label, kinds, servers, admins, 1, (subject) =>
+    keysLeftSlice(subject, admins, { keys: DISTINCT_KEYS, loops: 50 }),
+  );
 }
 
 countRoundTrips();
@@ -129,6 +173,7 @@ try {
     ),
     latencyOf,
   );
+  results.handoff = mapValues(await handoffRun(singleKinds, single, admins), handoffOf);
   results.throughput = mapValues(
     await interleaved('throughput', singleKinds, single, admins, rounds, (subject) =>
       throughputSlice(subject, admins, {
@@ -158,6 +203,7 @@ try {
   results.contentionProcesses = mapValues(acrossProcesses, (slices) =>
     analyse(slices, processWaiters(processShape, 4).flat()),
   );
+  results.keysLeft = mapValues(await keysLeftRun('keys left', singleKinds, single, admins), ([run]) => run!);
   for (const kind of renewingKinds) {
     progress(`renewal: ${kind}`);
     const client = server.client();
@@ -178,6 +224,10 @@ try {
     ),
     latencyOf,
   );
+  results.redlockKeysLeft = mapValues(
+    await keysLeftRun('RedLock keys left', quorumKinds, masters.servers, quorumAdmins),
+    ([run]) => run!,
+  );
   results.redlockContention = mapValues(
     await interleaved('RedLock contention', quorumKinds, masters.servers, quorumAdmins, rounds, (subject) =>
       contentionInProcess(subject, quorumAdmins, shape),
@@ -191,7 +241,7 @@ try {
   mkdirSync(fileURLToPath(new URL('../results/', import.meta.url)), { recursive: true });
   writeFileSync(
     resultsFile,
-    `${JSON.stringify({ date: new Date().toISOString(), mode: quick ? 'quick' : 'full', machine, settings, shape, results, targets }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), mode: quick ? 'quick' : 'full', machine, settings, shape, processShape, results, targets }, null, 2)}\n`,
   );
   process.stdout.write(`results written to ${resultsFile}\n`);
 } finally {

@@ -1,4 +1,6 @@
 import type { ContentionResult } from './scenarios/contention.js';
+import type { HandoffResult } from './scenarios/handoff.js';
+import type { KeysLeftResult } from './scenarios/keys-left.js';
 import type { RenewalResult } from './scenarios/renewal.js';
 import type { ThroughputResult } from './scenarios/throughput.js';
 import type { LatencyResult } from './scenarios/uncontended.js';
@@ -9,15 +11,21 @@ export interface Results {
   throughput: Record<string, ThroughputResult>;
   contention: Record<string, ContentionResult>;
   contentionProcesses: Record<string, ContentionResult>;
+  handoff: Record<string, HandoffResult>;
+  keysLeft: Record<string, KeysLeftResult>;
   renewal: Record<string, RenewalResult>;
   redlockUncontended: Record<string, LatencyResult>;
   redlockContention: Record<string, ContentionResult>;
+  redlockKeysLeft: Record<string, KeysLeftResult>;
 }
 
 export interface Target {
   readonly goal: string;
   readonly measured: string;
-  readonly met: boolean;
+  /** Undefined for a figure with no numeric goal, reported for reading. */
+  readonly met: boolean | undefined;
+  /** The figures the measured value was computed from. */
+  readonly detail: string;
 }
 
 type Row = readonly (string | number)[];
@@ -101,6 +109,14 @@ function contentionTable(
   );
 }
 
+function keysLeftTable(title: string, results: Record<string, KeysLeftResult>): string {
+  return table(
+    title,
+    ['subject', 'keys locked once', 'keys left', 'without TTL'],
+    Object.entries(results).map(([name, r]) => [name, r.locked, String(r.keys), String(r.persistent)]),
+  );
+}
+
 /** @lock's figure divided by each other subject's, per headline metric. */
 function peerRatios(results: Results): string {
   const peers = ['floor', 'redlock', 'redis-semaphore'];
@@ -112,6 +128,7 @@ function peerRatios(results: Results): string {
     [
       line('uncontended p50', (name) => results.uncontended[name]?.p50),
       line('uncontended p99', (name) => results.uncontended[name]?.p99),
+      line('hand-off p50', (name) => results.handoff[name]?.p50),
       line('throughput ops/s', (name) => results.throughput[name]?.opsPerSec),
       line('contention acq/s (1 process)', (name) => results.contention[name]?.acquisitionsPerSec),
       line('contention acq/s (4 processes)', (name) => results.contentionProcesses[name]?.acquisitionsPerSec),
@@ -154,11 +171,24 @@ export function render(results: Results, targets: readonly Target[]): string {
       results.contention,
       results.contention.floor,
     ),
+    table(
+      'Hand-off to a waiter already waiting on its own connections: release() called → acquire() resolved',
+      ['subject', 'p50 ms', 'p99 ms', 'mean ms', 'hand-offs', 'p50 × floor'],
+      Object.entries(results.handoff).map(([name, r]) => [
+        name,
+        r.p50,
+        r.p99,
+        r.mean,
+        r.iterations,
+        ratio(r.p50, results.handoff.floor?.p50),
+      ]),
+    ),
     contentionTable(
-      'Contention on one key, 20 waiters across 4 processes',
+      'Contention on one key, 4 processes × 5 waiters',
       results.contentionProcesses,
       results.contentionProcesses.floor,
     ),
+    keysLeftTable('Keys left in Redis after distinct keys were locked and released once', results.keysLeft),
     table(
       'Renewal: renewing locks held for several renewal intervals (floor: no renewal)',
       ['subject', 'locks', 'timers', 'round trips/interval', 'server cmds/interval', 'lost'],
@@ -176,6 +206,7 @@ export function render(results: Results, targets: readonly Target[]): string {
       results.redlockUncontended,
       floorLatency,
     ),
+    keysLeftTable('RedLock on 5 masters: keys left (summed over the masters)', results.redlockKeysLeft),
     contentionTable(
       'RedLock on 5 masters: contention on one key, 20 waiters in 1 process (× the single-server floor)',
       results.redlockContention,
@@ -184,56 +215,136 @@ export function render(results: Results, targets: readonly Target[]): string {
     peerRatios(results),
     table(
       'Targets',
-      ['goal', 'measured', 'met'],
-      targets.map((target) => [target.goal, target.measured, target.met ? 'yes' : 'NO']),
+      ['goal', 'measured', 'met', 'from'],
+      targets.map((target) => [
+        target.goal,
+        target.measured,
+        target.met === undefined ? '–' : target.met ? 'yes' : 'NO',
+        target.detail,
+      ]),
     ),
   ].join('\n');
 }
 
-/** The issue's targets, checked against a run. */
+const figure = (value: number | undefined, unit = '') =>
+  value === undefined || !Number.isFinite(value) ? 'n/a' : `${format(value)}${unit}`;
+
+/** The goals of issue 16 first, then those of issues 3 and 4, checked against a run. */
 export function checkTargets(results: Results): Target[] {
   const targets: Target[] = [];
-  const add = (goal: string, value: number | undefined, met: (value: number) => boolean, digits = 2) => {
+  const add = (
+    goal: string,
+    value: number | undefined,
+    met: ((value: number) => boolean) | undefined,
+    detail = '',
+    digits = 2,
+  ) => {
     const known = value !== undefined && Number.isFinite(value);
-    targets.push({ goal, measured: known ? value.toFixed(digits) : 'n/a', met: known && met(value) });
+    targets.push({
+      goal,
+      measured: known ? value.toFixed(digits) : 'n/a',
+      met: met && known && met(value),
+      detail,
+    });
   };
-  const ours = results.uncontended['@lock'];
-  add('uncontended p50 ≤ 1.15 × floor', ratio(ours?.p50, results.uncontended.floor?.p50), (v) => v <= 1.15);
+  const { uncontended, handoff, contention, contentionProcesses: processes } = results;
+  add(
+    'uncontended p50 ≤ 1.15 × floor (fence included)',
+    ratio(uncontended['@lock']?.p50, uncontended.floor?.p50),
+    (v) => v <= 1.15,
+    `@lock ${figure(uncontended['@lock']?.p50, ' ms')}, floor ${figure(uncontended.floor?.p50, ' ms')}`,
+  );
+  add(
+    'hand-off to a waiting connection p50 ≤ 0.3 ms',
+    handoff['@lock']?.p50,
+    (v) => v <= 0.3,
+    `redlock ${figure(handoff.redlock?.p50, ' ms')}, redis-semaphore ${figure(handoff['redis-semaphore']?.p50, ' ms')}, floor ${figure(handoff.floor?.p50, ' ms')}`,
+    3,
+  );
+  const acqs = (run: Record<string, ContentionResult>, name: string) =>
+    `${name} ${figure(run[name]?.acquisitionsPerSec)}`;
+  add(
+    '20 waiters, 1 process: acq/s ≥ 3 × redlock',
+    ratio(contention['@lock']?.acquisitionsPerSec, contention.redlock?.acquisitionsPerSec),
+    (v) => v >= 3,
+    `${acqs(contention, '@lock')}, ${acqs(contention, 'redlock')}`,
+  );
+  add(
+    '4 processes × 5 waiters: acq/s ≥ 1.5 × redis-semaphore',
+    ratio(processes['@lock']?.acquisitionsPerSec, processes['redis-semaphore']?.acquisitionsPerSec),
+    (v) => v >= 1.5,
+    `${acqs(processes, '@lock')}, ${acqs(processes, 'redis-semaphore')}`,
+  );
+  add('4 processes × 5 waiters: utilization ≥ 0.7', processes['@lock']?.utilization, (v) => v >= 0.7);
+  add('4 processes × 5 waiters: fairness ≥ 0.5', processes['@lock']?.fairness, (v) => v >= 0.5);
+  const keys = results.keysLeft;
+  add(
+    `keys left after ${figure(keys['@lock']?.locked)} distinct keys ≤ 100`,
+    keys['@lock']?.keys,
+    (v) => v <= 100,
+    Object.entries(keys)
+      .filter(([name]) => name !== '@lock')
+      .map(([name, r]) => `${name} ${r.keys}`)
+      .join(', '),
+    0,
+  );
+  const quorum = results.redlockUncontended;
+  const ours = quorum['@lock redlock']?.p50;
+  const quorumDetail = `@lock redlock ${figure(ours, ' ms')}`;
+  add(
+    'RedLock (5 masters) uncontended p50 ÷ single-server floor',
+    ratio(ours, uncontended.floor?.p50),
+    undefined,
+    quorumDetail,
+  );
+  add(
+    'RedLock (5 masters) uncontended p50 ÷ floor (5), the parallel fan-out minimum',
+    ratio(ours, quorum['floor (5)']?.p50),
+    undefined,
+    `floor (5) ${figure(quorum['floor (5)']?.p50, ' ms')}`,
+  );
+  add(
+    'RedLock (5 masters) uncontended p50 ÷ redlock (5)',
+    ratio(ours, quorum['redlock (5)']?.p50),
+    undefined,
+    `redlock (5) ${figure(quorum['redlock (5)']?.p50, ' ms')}`,
+  );
+  const lock = contention['@lock'];
+  add(
+    'contention (1 process) acq/s ≥ 1.5 × redis-semaphore',
+    ratio(lock?.acquisitionsPerSec, contention['redis-semaphore']?.acquisitionsPerSec),
+    (v) => v >= 1.5,
+  );
+  add('contention (1 process) utilization ≥ 0.7', lock?.utilization, (v) => v >= 0.7);
+  add('contention (1 process) fairness ≥ 0.5', lock?.fairness, (v) => v >= 0.5);
+  add(
+    'contention (4 processes) acq/s ≥ 3 × redlock',
+    ratio(processes['@lock']?.acquisitionsPerSec, processes.redlock?.acquisitionsPerSec),
+    (v) => v >= 3,
+  );
   for (const [label, run] of [
-    ['1 process', results.contention],
-    ['4 processes', results.contentionProcesses],
+    ['1 process', contention],
+    ['4 processes', processes],
   ] as const) {
-    const lock = run['@lock'];
-    add(
-      `contention (${label}) acq/s ≥ 3 × redlock`,
-      ratio(lock?.acquisitionsPerSec, run.redlock?.acquisitionsPerSec),
-      (v) => v >= 3,
-    );
-    add(
-      `contention (${label}) acq/s ≥ 1.5 × redis-semaphore`,
-      ratio(lock?.acquisitionsPerSec, run['redis-semaphore']?.acquisitionsPerSec),
-      (v) => v >= 1.5,
-    );
     add(
       `contention (${label}) trips/acq ≤ 0.5 × redis-semaphore`,
-      ratio(lock?.roundTripsPerAcquisition, run['redis-semaphore']?.roundTripsPerAcquisition),
+      ratio(run['@lock']?.roundTripsPerAcquisition, run['redis-semaphore']?.roundTripsPerAcquisition),
       (v) => v <= 0.5,
     );
     add(
       `contention (${label}) server cmds/acq ≤ 0.5 × redis-semaphore`,
-      ratio(lock?.commandsPerAcquisition, run['redis-semaphore']?.commandsPerAcquisition),
+      ratio(run['@lock']?.commandsPerAcquisition, run['redis-semaphore']?.commandsPerAcquisition),
       (v) => v <= 0.5,
     );
-    add(`contention (${label}) utilization ≥ 0.7`, lock?.utilization, (v) => v >= 0.7);
-    add(`contention (${label}) fairness ≥ 0.5`, lock?.fairness, (v) => v >= 0.5);
   }
   const renewal = results.renewal['@lock'];
-  add('renewal: one timer for all held locks', renewal?.timers, (v) => v <= 1, 0);
-  add('renewal: ≤ 100 round trips per interval', renewal?.roundTripsPerInterval, (v) => v <= 100, 1);
+  add('renewal: one timer for all held locks', renewal?.timers, (v) => v <= 1, '', 0);
+  add('renewal: ≤ 100 round trips per interval', renewal?.roundTripsPerInterval, (v) => v <= 100, '', 1);
   add(
     'RedLock (5 masters) uncontended p50 ≤ 1.3 × floor',
-    ratio(results.redlockUncontended['@lock redlock']?.p50, results.uncontended.floor?.p50),
+    ratio(ours, uncontended.floor?.p50),
     (v) => v <= 1.3,
+    quorumDetail,
   );
   return targets;
 }

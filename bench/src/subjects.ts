@@ -3,6 +3,7 @@ import { createLocker, createRedlock, LuaScript } from '@lock/core';
 import type { Redis } from 'ioredis';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
+import { sleep } from './measure/stats.js';
 
 /** Gives the lock back. */
 export type Release = () => Promise<void>;
@@ -17,7 +18,7 @@ export interface Subject {
 
 /** The implementations compared on one server, then on five masters. */
 export const singleKinds = ['floor', '@lock', 'redlock', 'redis-semaphore'] as const;
-export const quorumKinds = ['@lock redlock', 'redlock (5)', 'RedlockMutex'] as const;
+export const quorumKinds = ['floor (5)', '@lock redlock', 'redlock (5)', 'RedlockMutex'] as const;
 export type SubjectKind = (typeof singleKinds)[number] | (typeof quorumKinds)[number];
 
 /** How long any subject may wait for a lock before the run is declared broken. */
@@ -36,6 +37,8 @@ export function makeSubject(kind: SubjectKind, clients: readonly Redis[]): Subje
   switch (kind) {
     case 'floor':
       return floor(first);
+    case 'floor (5)':
+      return quorumFloor(clients);
     case '@lock':
       return engineSubject(kind, createLocker({ redis: first }));
     case '@lock redlock':
@@ -59,10 +62,40 @@ function floor(redis: Redis): Subject {
       const deadline = performance.now() + WAIT;
       while ((await redis.set(key, token, 'PX', ttl, 'NX')) !== 'OK') {
         if (performance.now() > deadline) throw new Error(`floor: ${key} still busy after ${WAIT} ms`);
-        await new Promise((resolve) => setTimeout(resolve, FLOOR_POLL_MS));
+        await sleep(FLOOR_POLL_MS);
       }
       return async () => {
         await compareAndDelete.run(redis, [key], [token]);
+      };
+    },
+    async close() {},
+  };
+}
+
+/**
+ * The floor over several masters: its two commands sent to every master at once (no serial
+ * step), held when a majority said OK; a failed attempt undoes its partial grants and polls
+ * again. Kept apart from `floor` so the single-server floor pays no fan-out bookkeeping.
+ */
+function quorumFloor(clients: readonly Redis[]): Subject {
+  const majority = Math.floor(clients.length / 2) + 1;
+  const deleteFrom = (servers: readonly Redis[], key: string, token: string) =>
+    Promise.all(servers.map((redis) => compareAndDelete.run(redis, [key], [token])));
+  return {
+    name: 'floor (5)',
+    async acquire(key, ttl) {
+      const token = randomUUID();
+      const deadline = performance.now() + WAIT;
+      for (;;) {
+        const replies = await Promise.all(clients.map((redis) => redis.set(key, token, 'PX', ttl, 'NX')));
+        const granted = clients.filter((_, i) => replies[i] === 'OK');
+        if (granted.length >= majority) break;
+        await deleteFrom(granted, key, token);
+        if (performance.now() > deadline) throw new Error(`floor (5): ${key} still busy after ${WAIT} ms`);
+        await sleep(FLOOR_POLL_MS);
+      }
+      return async () => {
+        await deleteFrom(clients, key, token);
       };
     },
     async close() {},

@@ -14,11 +14,22 @@ const hook = createHook({
   },
 });
 
+/**
+ * Counts pending timers once the destroy hooks of those just cleared have run: Node runs them
+ * asynchronously, so a timer cleared in the same turn (a call's own deadline) would still count.
+ */
+async function settledCount(): Promise<number> {
+  await new Promise((resolve) => setImmediate(resolve));
+  return pending.size;
+}
+
 /** Runs `fn` while timers are tracked (async hooks cost time, so only around what needs them). */
-export async function trackingTimers<T>(fn: (pendingTimers: () => number) => Promise<T>): Promise<T> {
+export async function trackingTimers<T>(
+  fn: (pendingTimers: () => Promise<number>) => Promise<T>,
+): Promise<T> {
   hook.enable();
   try {
-    return await fn(() => pending.size);
+    return await fn(settledCount);
   } finally {
     hook.disable();
     pending.clear();

@@ -98,9 +98,9 @@ const acquirers: Record<RenewingKind, Acquirer> = {
 export function renewal(kind: RenewingKind, redis: Redis, shape: RenewalShape): Promise<RenewalResult> {
   const keys = Array.from({ length: shape.locks }, (_, i) => `bench:renewal:${kind}:${i}`);
   return trackingTimers(async (pendingTimers) => {
-    const timersBefore = pendingTimers();
+    const timersBefore = await pendingTimers();
     const holder = await acquirers[kind](redis, keys, shape.ttl);
-    const timers = pendingTimers() - timersBefore;
+    const timers = (await pendingTimers()) - timersBefore;
     const interval = shape.ttl / 3;
     const window = await counted([redis], async () => {
       const start = performance.now();

@@ -1,0 +1,52 @@
+import { percentile, sleep, sum } from '../measure/stats.js';
+import type { Subject } from '../subjects.js';
+
+export interface HandoffResult {
+  /** From the holder calling `release()` to the waiter's `acquire()` resolving, in ms. */
+  readonly p50: number;
+  readonly p99: number;
+  readonly mean: number;
+  readonly iterations: number;
+}
+
+/** The waiter is surely subscribed, queued or polling after this long. */
+const SETTLE_MS = 20;
+/** Added at random to the settle time, so a polling waiter is caught at a random point of its poll interval. */
+const JITTER_MS = 20;
+
+/**
+ * `holder` takes the key, `waiter` (another subject of the same kind, on its own connections)
+ * starts waiting for it, and once it has waited a while the holder releases; the gap is the time
+ * from the release call to the waiter having the lock. Gaps in ms, one per iteration.
+ */
+export async function handoffSlice(holder: Subject, waiter: Subject, iterations: number): Promise<number[]> {
+  const key = `bench:handoff:${holder.name}`;
+  const gaps: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const release = await holder.acquire(key, 10_000);
+    let acquired = Number.NaN;
+    const waiting = waiter.acquire(key, 10_000).then((releaseWaiter) => {
+      acquired = performance.now();
+      return releaseWaiter;
+    });
+    await sleep(SETTLE_MS + Math.random() * JITTER_MS);
+    if (!Number.isNaN(acquired))
+      throw new Error(`${holder.name}: the waiter acquired ${key} while it was held`);
+    const releasing = performance.now();
+    await release();
+    const releaseWaiter = await waiting;
+    gaps.push(acquired - releasing);
+    await releaseWaiter();
+  }
+  return gaps;
+}
+
+export function handoffOf(slices: readonly number[][]): HandoffResult {
+  const gaps = slices.flat();
+  return {
+    p50: percentile(gaps, 50),
+    p99: percentile(gaps, 99),
+    mean: sum(gaps) / gaps.length,
+    iterations: gaps.length,
+  };
+}
