@@ -13,6 +13,7 @@ import {
   NotOwnerError,
   QuorumError,
   ReplicationError,
+  UnsafeServerError,
 } from '@lock/core';
 import { describe, expect, it } from 'vitest';
 
@@ -34,6 +35,7 @@ describe('errors', () => {
       new InvalidOptionError('ttl', 0, 'a positive integer'),
       new InvalidKeyError('', 'empty'),
       new LockerClosedError(),
+      new UnsafeServerError('k', 'maxmemory-policy is "allkeys-lru"'),
     ];
     const codes: LockErrorCode[] = errors.map((error) => error.code);
     expect(new Set(codes)).toEqual(new Set(LOCK_ERROR_CODES));
