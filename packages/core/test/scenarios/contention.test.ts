@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { assertHistory, checkHistory, readHistory, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { startScript } from './support/child.js';
+import { startScript } from '../support/script-process.js';
 import { reportFigures } from './support/figures.js';
 import { longTier, timeLimit } from './support/tier.js';
 
@@ -24,7 +24,7 @@ async function contend(workers: number, iterations: number, locked: boolean) {
   const key = 's1:counter';
   const started = performance.now();
   const processes = Array.from({ length: workers }, (_, id) =>
-    startScript('support/contender.ts', {
+    startScript(new URL('./support/contender.ts', import.meta.url), {
       url: server.url,
       witnessUrl: witnessServer.url,
       key,

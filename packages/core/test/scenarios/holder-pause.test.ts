@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createLocker, fencedSet, type Lock } from '@lock/core';
 import { assertHistory, checkHistory, HistoryRecorder, readHistory, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
-import { startScript } from './support/child.js';
+import { startScript } from '../support/script-process.js';
 import { rounds, timeLimit } from './support/tier.js';
 
 const TTL = 400;
@@ -20,7 +20,7 @@ async function pausedHolderRounds(fenced: boolean) {
   const dir = mkdtempSync(join(tmpdir(), 's6-'));
   const key = 's6:account';
   const resource = 's6:resource';
-  const holderA = startScript('support/paused-writer.ts', {
+  const holderA = startScript(new URL('./support/paused-writer.ts', import.meta.url), {
     url: server.url,
     key,
     ttl: TTL,

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const register = fileURLToPath(new URL('../../../../../tooling/register.mjs', import.meta.url));
+const register = fileURLToPath(new URL('../../../../tooling/register.mjs', import.meta.url));
 
 /** A TypeScript script run in its own Node process, talked to by lines on stdin and stdout. */
 export interface ScriptProcess {
@@ -14,13 +14,15 @@ export interface ScriptProcess {
   /** Freezes it (SIGSTOP): its timers and sockets stop until `resume()`. */
   pause(): void;
   resume(): void;
+  /** Ends its stdin (scripts that wait for it then finish) and answers its exit code. */
+  finish(): Promise<number | null>;
   /** Kills it, if still running, and waits for the exit. */
   stop(): Promise<void>;
 }
 
-/** Starts `script` (a path relative to this folder's parent) with `plan` as JSON in argv[2]. */
-export function startScript(script: string, plan: unknown): ScriptProcess {
-  const path = fileURLToPath(new URL(`../${script}`, import.meta.url));
+/** Starts the script at `script` (a file URL, e.g. `new URL('./x.ts', import.meta.url)`) with `plan` as JSON in argv[2]. */
+export function startScript(script: URL, plan: unknown): ScriptProcess {
+  const path = fileURLToPath(script);
   const child = spawn(process.execPath, ['--import', register, path, JSON.stringify(plan)], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -34,7 +36,7 @@ export function startScript(script: string, plan: unknown): ScriptProcess {
     lines.push(line);
     for (const check of [...waiting]) check();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,
     send: (line) => child.stdin?.write(`${line}\n`),
@@ -50,12 +52,16 @@ export function startScript(script: string, plan: unknown): ScriptProcess {
         check();
         void exited.then(() => {
           if (waiting.delete(check))
-            reject(new Error(`${script} exited before printing the expected line: ${stderr}`));
+            reject(new Error(`${path} exited before printing the expected line: ${stderr}`));
         });
       });
     },
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
+    finish() {
+      child.stdin?.end();
+      return exited;
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGCONT');
