@@ -44,6 +44,12 @@ export interface LockBackend {
   readonly protocol: LockProtocol;
   /** Whether every key of one lock must share a cluster slot. */
   readonly cluster: boolean;
+  /**
+   * How much longer than one round trip an acquisition attempt may take, in ms: WAIT blocking for
+   * replicas. The engine bounds each attempt by its command timeout plus
+   * this. Default: 0.
+   */
+  readonly acquireAllowance?: number;
   acquire(
     resource: string,
     owner: string,

@@ -47,6 +47,12 @@ export function replicationGate(
   };
 }
 
+/** How much longer than a round trip an acquisition may take under `replication`: WAIT's own timeout. */
+export function replicationAllowance(redis: RedisClient, replication: ReplicationOptions): number {
+  if (replication === false || isCluster(redis)) return 0;
+  return replication === 'auto' ? AUTO.timeout : replication.timeout;
+}
+
 /** Sends `WAIT` on the caller's connection: it covers the writes sent before it there. Answers how many replicas confirmed. */
 export async function sendWait(redis: RedisClient, plan: WaitPlan): Promise<number> {
   return Number(await redis.call('WAIT', plan.replicas, plan.timeout));

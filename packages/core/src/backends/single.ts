@@ -6,7 +6,7 @@ import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { ReleaseListener } from './release-listener.js';
-import { replicationGate, sendWait } from './replication.js';
+import { replicationAllowance, replicationGate, sendWait } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
 export interface SingleBackendOptions {
@@ -56,6 +56,7 @@ export function singleBackend(
   return {
     protocol,
     cluster,
+    acquireAllowance: replicationAllowance(redis, options.replication ?? 'auto'),
 
     async acquire(resource, owner, ttl, context) {
       const unchecked = checkEviction(resource);

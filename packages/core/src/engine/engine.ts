@@ -398,7 +398,7 @@ class Engine implements Locker {
     const send = () =>
       withDeadline(
         this.backend.acquire(request.resource, request.owner, request.ttl, context),
-        this.timeout,
+        this.timeout + (this.backend.acquireAllowance ?? 0),
         (late) => {
           if (late.status !== 'fulfilled' || !late.value.acquired) return;
           if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token);
