@@ -1,13 +1,13 @@
 import http, { type Server } from 'node:http';
-import { createLocker, type Locker } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import type { Locker } from '@lock/core';
 import express5 from 'express';
 import express4 from 'express4';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { lock, type RefusalHandler } from '../src/index.js';
 import { answerErrors, type ExpressVersion, expressAdapter } from './express-adapter.js';
-import { close, listen } from './support/http.js';
+import { useLockFixture } from './support/fixture.js';
+import { listen } from './support/http.js';
 import { describeLockMiddleware } from './support/lock-suite.js';
 
 const versions: ExpressVersion[] = [
@@ -19,21 +19,9 @@ for (const version of versions) {
   describeLockMiddleware(expressAdapter(version));
 
   describe(`${version.name}: Express specifics`, () => {
-    let redisServer: RedisServer;
-    let locker: Locker;
-    let servers: Server[] = [];
-
-    beforeAll(async () => {
-      redisServer = await startRedis();
-      locker = createLocker({ redis: redisServer.client() });
-    });
-    afterAll(async () => {
-      await locker.close();
-      await redisServer.stop();
-    });
-    afterEach(async () => {
-      await Promise.all(servers.map(close));
-      servers = [];
+    let locker!: Locker;
+    const track = useLockFixture((fixture) => {
+      ({ locker } = fixture);
     });
 
     async function serve(build: (app: ReturnType<typeof express5>) => void): Promise<Server> {
@@ -41,7 +29,7 @@ for (const version of versions) {
       build(app);
       app.use(answerErrors);
       const server = await listen(http.createServer(app));
-      servers.push(server);
+      track(server);
       return server;
     }
 

@@ -1,12 +1,11 @@
 import type { Server } from 'node:http';
 import Router from '@koa/router';
-import { createLocker, type Locker } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import type { Locker } from '@lock/core';
 import Koa3 from 'koa';
 import Koa2 from 'koa2';
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { close } from '../../express/test/support/http.js';
+import { describe, expect, it, vi } from 'vitest';
+import { useLockFixture } from '../../express/test/support/fixture.js';
 import { describeLockMiddleware } from '../../express/test/support/lock-suite.js';
 import { lock, type RefusalHandler } from '../src/index.js';
 import { answerErrors, type KoaVersion, koaAdapter, serveApp } from './koa-adapter.js';
@@ -20,21 +19,9 @@ for (const version of versions) {
   describeLockMiddleware(koaAdapter(version));
 
   describe(`${version.name}: Koa specifics`, () => {
-    let redisServer: RedisServer;
-    let locker: Locker;
-    let servers: Server[] = [];
-
-    beforeAll(async () => {
-      redisServer = await startRedis();
-      locker = createLocker({ redis: redisServer.client() });
-    });
-    afterAll(async () => {
-      await locker.close();
-      await redisServer.stop();
-    });
-    afterEach(async () => {
-      await Promise.all(servers.map(close));
-      servers = [];
+    let locker!: Locker;
+    const track = useLockFixture((fixture) => {
+      ({ locker } = fixture);
     });
 
     async function serve(build: (app: Koa3, router: Router) => void): Promise<Server> {
@@ -43,7 +30,7 @@ for (const version of versions) {
       build(app, router);
       app.use(router.routes());
       const server = await serveApp(app);
-      servers.push(server);
+      track(server);
       return server;
     }
 

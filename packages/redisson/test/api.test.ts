@@ -6,27 +6,17 @@ import {
   lockEvents,
   NotOwnerError,
 } from '@lock/core';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisson, NoThreadError, type Redisson } from '../src/index.js';
+import { useRedisson } from './helpers/server.js';
 
 describe('createRedisson: the Java-shaped API on the engine', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let redisson: Redisson;
-
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = server.client();
-    redisson = createRedisson({ redis });
-  });
-  afterAll(async () => {
-    await redisson.shutdown();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    await redis.flushall();
+  let redis!: Redis;
+  let redisson!: Redisson;
+  useRedisson((setup) => {
+    ({ redis, redisson } = setup);
   });
 
   it('has a new lowercase UUID per client and writes "<id>:<thread>" fields', async () => {

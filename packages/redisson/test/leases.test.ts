@@ -1,37 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLocker, type Lock } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
-  createRedisson,
   FairLockProtocol,
   type Redisson,
   type RedissonProtocol,
   RLockProtocol,
   WriteLockProtocol,
 } from '../src/index.js';
+import { useRedisson } from './helpers/server.js';
 
 /**
  * Issue 15 item 1: a re-entry with a shorter lease must not cut the lease the outer hold was
  * promised, and every handle's `validUntil` is a deadline the server honours.
  */
 describe('re-entry with another lease', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let redisson: Redisson;
-
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = server.client();
-    redisson = createRedisson({ redis });
-  });
-  afterAll(async () => {
-    await redisson.shutdown();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    await redis.flushall();
+  let redis!: Redis;
+  let redisson!: Redisson;
+  useRedisson((setup) => {
+    ({ redis, redisson } = setup);
   });
 
   for (const kind of ['getLock', 'getFairLock'] as const) {

@@ -1,29 +1,23 @@
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { type RedisServer, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRedisson, type Redisson } from '../src/index.js';
+import { useRedisson } from './helpers/server.js';
 
 /** A waiter that nothing wakes polls only after 25 s: a hand-over within the test can only come from a message. */
 const SLOW_POLL = { base: 25_000, max: 25_000, jitter: 0 };
 
 /** Issue 15 item 14: unlock latches, the subscriber connection, and who a write unlock wakes. */
 describe('unlock messages and the subscriber connection', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let redisson: Redisson;
-
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = server.client();
-    redisson = createRedisson({ redis, retry: SLOW_POLL });
-  });
-  afterAll(async () => {
-    await redisson.shutdown();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    await redis.flushall();
-  });
+  let server!: RedisServer;
+  let redis!: Redis;
+  let redisson!: Redisson;
+  useRedisson(
+    (setup) => {
+      ({ server, redis, redisson } = setup);
+    },
+    { retry: SLOW_POLL },
+  );
 
   /** Connections subscribed to anything (plain or sharded channels). */
   const subscribers = async () =>

@@ -10,6 +10,9 @@ export interface Waiter {
   wake: (() => void) | undefined;
 }
 
+/** A notice for the first waiter, whoever it is. */
+const FIRST: ReleaseNotice = { all: false, to: undefined };
+
 interface Queue {
   readonly waiters: Set<Waiter>;
   /** Resolves once the release subscription is active (or failed: then waiters only poll). */
@@ -65,38 +68,22 @@ export class WaitQueues {
   leave(channel: string, waiter: Waiter): void {
     const queue = this.queues.get(channel);
     if (!queue?.waiters.delete(waiter)) return;
-    if (waiter.notified) this.notifyFirst(queue);
+    if (waiter.notified) this.notify(queue, FIRST);
     if (queue.waiters.size > 0) return;
     this.queues.delete(channel);
     queue.unlisten?.();
   }
 
-  /** Wakes whom a release notice names: every waiter, the one owner it names (if it waits here), or the first. */
+  /**
+   * Wakes whom a release notice names: every waiter, the one owner it names (if it waits in
+   * this process), or else the first.
+   */
   private notify(queue: Queue, notice: ReleaseNotice): void {
-    if (notice.all) this.notifyAll(queue);
-    else if (notice.to === undefined) this.notifyFirst(queue);
-    else {
-      for (const waiter of queue.waiters) {
-        if (waiter.owner !== notice.to) continue;
-        waiter.notified = true;
-        waiter.wake?.();
-        return;
-      }
-    }
-  }
-
-  private notifyAll(queue: Queue): void {
     for (const waiter of queue.waiters) {
+      if (notice.to !== undefined && waiter.owner !== notice.to) continue;
       waiter.notified = true;
       waiter.wake?.();
-    }
-  }
-
-  private notifyFirst(queue: Queue): void {
-    for (const waiter of queue.waiters) {
-      waiter.notified = true;
-      waiter.wake?.();
-      return;
+      if (!notice.all) return;
     }
   }
 }
