@@ -19,7 +19,7 @@ import {
   localWaiters,
   processWaiters,
 } from './scenarios/contention-runs.js';
-import { handoffOf, handoffSlice } from './scenarios/handoff.js';
+import { handoffOf, handoffSlice, idleRoundTrips } from './scenarios/handoff.js';
 import { keysLeftSlice } from './scenarios/keys-left.js';
 import { renewal, renewingKinds } from './scenarios/renewal.js';
 import { throughputOf, throughputSlice } from './scenarios/throughput.js';
@@ -70,6 +70,7 @@ const results: Results = {
   contention: {},
   contentionProcesses: {},
   handoff: {},
+  idleRoundTrip: undefined,
   keysLeft: {},
   renewal: {},
   redlockUncontended: {},
@@ -174,6 +175,8 @@ try {
     latencyOf,
   );
   results.handoff = mapValues(await handoffRun(singleKinds, single, admins), handoffOf);
+  progress('round trip after idleness');
+  results.idleRoundTrip = handoffOf([await idleRoundTrips(admin, settings.handoffs)]);
   results.throughput = mapValues(
     await interleaved('throughput', singleKinds, single, admins, rounds, (subject) =>
       throughputSlice(subject, admins, {

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { percentile, sleep, sum } from '../measure/stats.js';
 import type { Subject } from '../subjects.js';
 
@@ -39,6 +40,23 @@ export async function handoffSlice(holder: Subject, waiter: Subject, iterations:
     await releaseWaiter();
   }
   return gaps;
+}
+
+/**
+ * The physical limit of a hand-off on this machine: one PING, sent after the same idle time as
+ * the holder's release() above. After a few ms of idleness a round trip costs several times a
+ * back-to-back one (the processes and the VM's cores have gone to sleep), and a hand-off needs
+ * at least the release's round trip and the message. Times in ms, one per iteration.
+ */
+export async function idleRoundTrips(redis: Redis, iterations: number): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    await sleep(SETTLE_MS + Math.random() * JITTER_MS);
+    const sent = performance.now();
+    await redis.ping();
+    times.push(performance.now() - sent);
+  }
+  return times;
 }
 
 export function handoffOf(slices: readonly number[][]): HandoffResult {

@@ -12,6 +12,11 @@ export interface BackendGrant {
    * answer that releases what it took and reports a refusal instead.
    */
   readonly validity: number;
+  /**
+   * Whether replicas confirmed the grant (WAIT gating), so a failover to one of them keeps it.
+   * Default: false.
+   */
+  readonly confirmed?: boolean;
 }
 
 /** A successful renewal: the lock is certainly held for `validity` ms from the send time. */
@@ -69,6 +74,12 @@ export interface LockBackend {
    * once the subscription is active, with a function that ends it.
    */
   listen(resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void): Promise<() => void>;
+  /**
+   * Calls `listener` when the master behind some locks changed (a failover, a restart, a
+   * demotion), with a test of which resources it concerns. Answers a function that stops it.
+   * Optional: backends of independent masters (RedLock) have no failover.
+   */
+  onMasterChange?(listener: (affects: (resource: string) => boolean) => void): () => void;
   /** Ends the backend's own connections (never the caller's clients). */
   close(): Promise<void>;
 }

@@ -81,8 +81,11 @@ export class LockAbortError extends LockError<'ABORT_ERR'> {
   }
 }
 
-/** Why a held lock stopped being held. */
-export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'closed';
+/**
+ * Why a held lock stopped being held. `'failover'`: the master it was granted on changed (a
+ * failover, a restart, a demotion) and no replica had confirmed the grant.
+ */
+export type LockLostReason = 'expired' | 'renewal-failed' | 'taken' | 'closed' | 'failover';
 
 /** A lock this owner held is no longer held; the handle's `signal` is aborted with this. */
 export class LockLostError extends LockError<'ERR_LOCK_LOST'> {

@@ -138,6 +138,12 @@ export interface LockProtocol {
    * the backend only passes items whose lock keys share one slot. Optional.
    */
   extendMany?(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<(string | null)[]>;
+  /**
+   * The fence counter a first acquisition of `resource` increments, so a backend on a replicated
+   * deployment can stamp it with its master and raise it after a failover. Optional: formats
+   * without a counter of their own (Redisson's, ThinkPHP's) are not stamped.
+   */
+  fenceCounter?(resource: string, cluster: boolean): string;
   /** Raise the key's fence counter to at least `fence` (RedLock's max-register write-back). Optional. */
   raiseFence?(redis: RedisClient, resource: string, fence: number): Promise<void>;
   /** Read the lock without changing it. */

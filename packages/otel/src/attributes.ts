@@ -27,7 +27,7 @@ export const ATTR_LOCK_REENTRY = 'lock.reentry';
 export const ATTR_LOCK_HANDOFF = 'lock.handoff';
 /** How a hold ended: `released`, `not-owner` (the release found the lock gone) or `lost`. */
 export const ATTR_LOCK_HOLD_OUTCOME = 'lock.hold.outcome';
-/** Why a held lock was lost: `expired`, `renewal-failed`, `taken` or `closed`. */
+/** Why a held lock was lost: `expired`, `renewal-failed`, `taken`, `failover` or `closed`. */
 export const ATTR_LOCK_LOST_REASON = 'lock.lost.reason';
 /** Renewals by the watchdog during a hold. */
 export const ATTR_LOCK_RENEWALS = 'lock.renewals';

@@ -5,6 +5,7 @@ import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
+import { MasterWatch } from './master-watch.js';
 import { ReleaseListener } from './release-listener.js';
 import { replicationAllowance, replicationGate, sendWait } from './replication.js';
 
@@ -52,6 +53,19 @@ export function singleBackend(
   const cluster = isCluster(redis);
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
     token === null ? null : { token, validity: ttl - clockDrift(ttl) };
+  const counterOf = protocol.fenceCounter?.bind(protocol);
+  const watch = counterOf
+    ? new MasterWatch(
+        redis,
+        (resource) => counterOf(resource, cluster),
+        (resource) => protocol.lockKey?.(resource) ?? resource,
+      )
+    : undefined;
+  // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
+  const noticeDemotion = (error: unknown): never => {
+    if (isReadonly(error)) watch?.demoted();
+    throw error;
+  };
 
   return {
     protocol,
@@ -61,6 +75,8 @@ export function singleBackend(
     async acquire(resource, owner, ttl, context) {
       const unchecked = checkEviction(resource);
       if (unchecked) await unchecked;
+      const stamping = watch?.ready(resource);
+      if (stamping) await stamping;
       const planned = planWait();
       const plan = planned instanceof Promise ? await planned : planned;
       // WAIT is sent right behind the script on the same connection, as in a pipeline: awaited
@@ -79,7 +95,7 @@ export function singleBackend(
           if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
             throw new ReplicationError(resource, 1, 0, { cause: error });
           }
-          throw error;
+          return noticeDemotion(error);
         });
       if (!reply.acquired) return reply;
       if (plan && reply.holds === 1) {
@@ -97,7 +113,16 @@ export function singleBackend(
           throw new ReplicationError(resource, plan.replicas, confirmed);
         }
       }
-      return { ...reply, validity: (reply.ttl ?? ttl) - clockDrift(ttl) };
+      // Built field by field: spreading the reply into a literal with more fields takes V8's
+      // slow path, about half of the client's own time per acquisition.
+      return {
+        acquired: true,
+        fence: reply.fence,
+        holds: reply.holds,
+        token: reply.token,
+        validity: (reply.ttl ?? ttl) - clockDrift(ttl),
+        confirmed: plan !== null,
+      };
     },
 
     async abandon(resource, owner, context) {
@@ -107,7 +132,7 @@ export function singleBackend(
     release: (resource, owner, token) => protocol.release(redis, resource, owner, token),
 
     async extend(resource, owner, token, ttl) {
-      return extension(await protocol.extend(redis, resource, owner, token, ttl), ttl);
+      return extension(await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion), ttl);
     },
 
     async extendMany(items, ttl) {
@@ -115,11 +140,12 @@ export function singleBackend(
       const answers = new Map<RenewalItem, BackendExtension | null>();
       await Promise.all(
         batches.map(async (batch) => {
-          const tokens = protocol.extendMany
-            ? await protocol.extendMany(redis, batch, ttl)
-            : await Promise.all(
+          const tokens = await (protocol.extendMany
+            ? protocol.extendMany(redis, batch, ttl)
+            : Promise.all(
                 batch.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
-              );
+              )
+          ).catch(noticeDemotion);
           batch.forEach((item, i) => {
             answers.set(item, extension(tokens[i] ?? null, ttl));
           });
@@ -135,7 +161,10 @@ export function singleBackend(
         if (protocol.isReleaseMessage?.(message) ?? true) onRelease(releaseNotice(protocol, message));
       }),
 
+    onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),
+
     close: async () => {
+      watch?.close();
       if (!options.subscriber) await listener.close();
     },
   };
@@ -159,6 +188,10 @@ function batchesOf(items: readonly RenewalItem[], protocol: LockProtocol, cluste
     for (let i = 0; i < members.length; i += RENEWAL_CHUNK) batches.push(members.slice(i, i + RENEWAL_CHUNK));
   }
   return batches;
+}
+
+function isReadonly(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('READONLY');
 }
 
 /** Whom a release message of `protocol` wakes. */

@@ -8,6 +8,59 @@ export class CommandTimeoutError extends Error {
   }
 }
 
+/** A call `withDeadline` bounds: due at `at` (performance.now() ms), timed out by `expire`. */
+interface Pending {
+  readonly at: number;
+  settled: boolean;
+  expire(): void;
+}
+
+/**
+ * Every pending deadline of the process behind one timer, armed for the earliest of them. A
+ * timer per call would be created and cleared on every round trip; here a call only joins and
+ * leaves a set. The timer keeps the process alive only while some call is pending.
+ */
+class Deadlines {
+  private readonly pending = new Set<Pending>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private readonly fire = () => this.sweep();
+
+  add(entry: Pending): void {
+    this.pending.add(entry);
+    if (this.pending.size === 1) this.timer?.ref();
+    if (entry.at < this.timerAt) this.arm(entry.at);
+  }
+
+  delete(entry: Pending): void {
+    this.pending.delete(entry);
+    if (this.pending.size === 0) this.timer?.unref();
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.fire, Math.max(0, at - performance.now()));
+    if (this.pending.size === 0) this.timer.unref();
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of this.pending) {
+      if (entry.at <= now) {
+        this.pending.delete(entry);
+        entry.expire();
+      } else if (entry.at < next) next = entry.at;
+    }
+    if (next < Number.POSITIVE_INFINITY) this.arm(next);
+  }
+}
+
+const deadlines = new Deadlines();
+
 /**
  * Settles with `call`, or rejects with `CommandTimeoutError` after `timeout` ms, whatever the
  * connection does (ioredis may hold a command in its offline queue for a minute). A call given
@@ -20,31 +73,32 @@ export function withDeadline<T>(
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let timedOut = false;
-    let settled = false;
     // Timers run before I/O in each turn of the event loop: after a stall of our own process the
     // timer would fire while the answer already waits to be read. The verdict waits for the
     // check phase, after pending I/O, so only a call Redis really has not answered times out.
-    const timer = setTimeout(
-      () =>
+    const entry: Pending = {
+      at: performance.now() + timeout,
+      settled: false,
+      expire: () =>
         setImmediate(() => {
-          if (settled) return;
+          if (entry.settled) return;
           timedOut = true;
           reject(new CommandTimeoutError(timeout));
         }),
-      timeout,
-    );
+    };
+    deadlines.add(entry);
     call.then(
       (value) => {
         if (!timedOut) {
-          settled = true;
-          clearTimeout(timer);
+          entry.settled = true;
+          deadlines.delete(entry);
           resolve(value);
         } else late?.({ status: 'fulfilled', value });
       },
       (reason: unknown) => {
         if (!timedOut) {
-          settled = true;
-          clearTimeout(timer);
+          entry.settled = true;
+          deadlines.delete(entry);
           reject(reason);
         } else late?.({ status: 'rejected', reason });
       },

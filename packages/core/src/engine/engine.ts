@@ -135,10 +135,18 @@ class Engine implements Locker {
   private readonly timeout: number;
   private readonly retry: Required<RetryOptions>;
   private readonly clock: () => number;
-  private readonly holds = new Map<string, Hold>();
+  /** Every hold not yet released or lost. */
+  private readonly holds = new Set<Hold>();
+  /**
+   * The holds of explicit owners by `holdId`, for a later acquisition of the same owner to
+   * re-enter. A fresh owner is made for one call, so its hold is never looked up: the common
+   * path builds and hashes no id.
+   */
+  private readonly named = new Map<string, Hold>();
   private readonly queues: WaitQueues;
   private readonly watchdog: Watchdog;
   private readonly closing = new AbortController();
+  private readonly unwatchMaster: () => void;
 
   constructor(
     private readonly backend: LockBackend,
@@ -165,10 +173,19 @@ class Engine implements Locker {
       renewed: (hold) => this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: true })),
       lost: (hold, reason, cause) => this.lose(hold, reason, cause),
     });
+    this.unwatchMaster = backend.onMasterChange?.((affects) => this.masterChanged(affects)) ?? (() => {});
   }
 
-  async acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
-    return this.traced(this.request(key, options), (request, trace) => this.run(request, trace));
+  acquire(key: string, options: AcquireOptions = {}): Promise<Lock> {
+    let request: Request;
+    try {
+      request = this.request(key, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // Not an async function: that would add a promise and two turns of the microtask queue.
+    if (!acquireTracing.hasSubscribers) return this.run(request);
+    return this.traced(request, (traced, trace) => this.run(traced, trace));
   }
 
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
@@ -237,6 +254,7 @@ class Engine implements Locker {
     if (this.closing.signal.aborted) return;
     this.closing.abort(new LockerClosedError());
     this.watchdog.stop();
+    this.unwatchMaster();
     const held = [...this.holds.values()];
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
@@ -395,17 +413,20 @@ class Engine implements Locker {
    * until then a later attempt of the same call may be answered with that very hold.
    */
   private attempt(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
-    const send = () =>
-      withDeadline(
-        this.backend.acquire(request.resource, request.owner, request.ttl, context),
-        this.timeout + (this.backend.acquireAllowance ?? 0),
-        (late) => {
-          if (late.status !== 'fulfilled' || !late.value.acquired) return;
-          if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token);
-          else if (!call.settled) call.lateToken = late.value.token;
-        },
-      );
-    return request.enclosing ? request.enclosing.serial(send) : send();
+    if (request.enclosing) return request.enclosing.serial(() => this.send(request, context, call));
+    return this.send(request, context, call);
+  }
+
+  private send(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
+    return withDeadline(
+      this.backend.acquire(request.resource, request.owner, request.ttl, context),
+      this.timeout + (this.backend.acquireAllowance ?? 0),
+      (late) => {
+        if (late.status !== 'fulfilled' || !late.value.acquired) return;
+        if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token);
+        else if (!call.settled) call.lateToken = late.value.token;
+      },
+    );
   }
 
   /** Gives back a grant nobody will use; bounded, and never fails the caller. */
@@ -422,12 +443,11 @@ class Engine implements Locker {
     const linked = request.signal ? linkSignals(request.signal, this.closing.signal) : undefined;
     const signal = linked?.signal ?? this.closing.signal;
     const started = this.clock();
-    const waiter: Waiter = { owner: request.owner, notified: false, wake: undefined };
+    // Made when the call first waits: most calls never do.
+    let waiter: Waiter | undefined;
     // A call that may wait is queued by formats that queue waiters, for as long as its next
     // attempt may take to come (the longest backoff plus two round trips).
     const queueLease = request.wait > 0 ? request.retry.max + 2 * this.timeout : 0;
-    const context: AttemptContext = { wait: request.wait, fresh: request.fresh, queueLease };
-    const later: AttemptContext = { ...context, queued: queueLease > 0 };
     let channel: string | undefined;
     let attempts = 0;
     let handoff = false;
@@ -437,14 +457,22 @@ class Engine implements Locker {
       for (;;) {
         if (signal.aborted) throw signal.reason;
         attempts += 1;
-        handoff = waiter.notified;
-        waiter.notified = false;
+        if (waiter) {
+          handoff = waiter.notified;
+          waiter.notified = false;
+        }
         const sentAt = this.clock();
         let attempt: BackendAttempt;
         try {
           attempt = await this.attempt(
             request,
-            { ...(attempts === 1 ? context : later), attempt: this.attemptId() },
+            {
+              wait: request.wait,
+              fresh: request.fresh,
+              queueLease,
+              queued: attempts > 1 && queueLease > 0,
+              attempt: this.attemptId(),
+            },
             call,
           );
           unreachable = undefined;
@@ -474,6 +502,7 @@ class Engine implements Locker {
           if (unreachable) throw unreachable;
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
         }
+        waiter ??= { owner: request.owner, notified: false, wake: undefined };
         if (channel === undefined && unreachable === undefined) {
           const joined = await this.join(request, waiter, signal, request.wait - waited);
           if (joined) {
@@ -488,10 +517,11 @@ class Engine implements Locker {
           request.wait - (this.clock() - started),
           untilExpiry,
         );
+        const sleeping = waiter;
         await pause(Math.max(0, Math.ceil(delay)), signal, (wake) => {
-          waiter.wake = wake;
+          sleeping.wake = wake;
           return () => {
-            waiter.wake = undefined;
+            sleeping.wake = undefined;
           };
         });
       }
@@ -508,10 +538,14 @@ class Engine implements Locker {
       }
       if (!call.acquired && call.lateToken !== undefined) await this.undo(request, call.lateToken);
       linked?.dispose();
-      if (channel !== undefined) this.queues.leave(channel, waiter);
+      if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
       if (!call.acquired && attempts > 0 && request.wait > 0 && this.backend.abandon) {
         await withDeadline(
-          this.backend.abandon(request.resource, request.owner, context),
+          this.backend.abandon(request.resource, request.owner, {
+            wait: request.wait,
+            fresh: request.fresh,
+            queueLease,
+          }),
           this.timeout,
         ).catch(() => {});
       }
@@ -546,14 +580,14 @@ class Engine implements Locker {
 
   private grant(
     request: Request,
-    reply: { fence: number; holds: number; token: string; validity: number },
+    reply: { fence: number; holds: number; token: string; validity: number; confirmed?: boolean },
     sentAt: number,
     started: number,
     attempts: number,
     handoff: boolean,
   ): Lock {
-    const id = holdId(request.resource, request.owner);
-    const existing = this.holds.get(id);
+    const id = request.fresh || request.enclosing ? undefined : holdId(request.resource, request.owner);
+    const existing = id === undefined ? request.enclosing : this.named.get(id);
     let hold: Hold;
     if (existing && !existing.lost && reply.holds > 1) {
       hold = existing;
@@ -578,7 +612,9 @@ class Engine implements Locker {
         sentAt,
         this.clock(),
       );
-      this.holds.set(id, hold);
+      hold.confirmed = reply.confirmed === true;
+      this.holds.add(hold);
+      if (id !== undefined) this.named.set(id, hold);
     }
     this.watchdog.watch(hold);
     this.emit('acquire', hold, () => ({
@@ -591,6 +627,23 @@ class Engine implements Locker {
     return new LockHandle(this, hold, reply.fence, reply.holds);
   }
 
+  /**
+   * The master behind some holds changed. A grant no replica confirmed may not exist on the new
+   * master, and another owner may take the key there: those holds end now ('failover'). A
+   * confirmed one survives the change, but its later renewals were not confirmed: it is renewed
+   * at once, on the new master, which proves it is still ours or declares it taken.
+   */
+  private masterChanged(affects: (resource: string) => boolean): void {
+    for (const hold of [...this.holds.values()]) {
+      if (!affects(hold.resource)) continue;
+      if (!hold.confirmed) this.lose(hold, 'failover');
+      else if (hold.renew) {
+        hold.renewedAt = Number.NEGATIVE_INFINITY;
+        this.watchdog.reschedule(hold);
+      }
+    }
+  }
+
   /** The loss to report when a critical section ends: the hold was lost, or its validity ended. */
   private lostDuring(hold: Hold): LockLostError | undefined {
     this.checkValidity(hold);
@@ -600,14 +653,14 @@ class Engine implements Locker {
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
     hold.lose(new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause }));
-    this.watchdog.forget(hold);
-    if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
+    this.forget(hold);
     this.emit('lost', hold, () => ({ reason, error: hold.lost! }));
   }
 
   private forget(hold: Hold): void {
     this.watchdog.forget(hold);
-    if (this.holds.get(hold.id) === hold) this.holds.delete(hold.id);
+    this.holds.delete(hold);
+    if (this.named.size > 0 && this.named.get(hold.id) === hold) this.named.delete(hold.id);
   }
 
   /** `details` is only built when someone listens: events cost nothing on the hot path otherwise. */

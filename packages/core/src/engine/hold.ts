@@ -1,8 +1,6 @@
 import type { LockLostError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 
-const settle = () => {};
-
 /**
  * What this locker knows about one lock it holds as one owner: the state every handle of that
  * hold shares (re-entrant acquisitions of the same owner add handles, not holds).
@@ -22,6 +20,8 @@ export class Hold {
   lost: LockLostError | undefined;
   /** What a release that was given up on answered when it landed after all. */
   lateRelease: ReleaseReply | undefined;
+  /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
+  confirmed = false;
 
   constructor(
     readonly key: string,
@@ -65,11 +65,11 @@ export class Hold {
    */
   serial<T>(operation: () => Promise<T>): Promise<T> {
     const result = this.tail ? this.tail.then(operation) : operation();
-    const tail = result.then(settle, settle);
-    this.tail = tail;
-    void tail.then(() => {
+    const done = () => {
       if (this.tail === tail) this.tail = undefined;
-    });
+    };
+    const tail: Promise<void> = result.then(done, done);
+    this.tail = tail;
     return result;
   }
 

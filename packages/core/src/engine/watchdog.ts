@@ -42,9 +42,12 @@ export class Watchdog {
     this.schedule(this.wakeAt(hold));
   }
 
+  /**
+   * The timer stays armed when the last hold goes (it is unref'd, and finds nothing to do): a
+   * locker that takes and releases one lock at a time then re-arms it once per lease, not per lock.
+   */
   forget(hold: Hold): void {
     this.holds.delete(hold);
-    if (this.holds.size === 0) this.stop();
   }
 
   stop(): void {

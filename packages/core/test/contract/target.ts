@@ -1,6 +1,9 @@
 import type { EngineOptions, Locker, RedisClient } from '@lock/core';
 import type { ContractTarget } from './contract.js';
 
+/** Keys that never expire by design: fence counters and their epoch stamps. */
+export const FENCE_COUNTERS = /:fences?(:epoch)?$/;
+
 /** How to build the lockers of a contract run on one deployment. */
 export interface TargetPlan {
   /** Makes a locker with engine option overrides (ttl, retry, …) on the deployment under test. */
@@ -9,7 +12,7 @@ export interface TargetPlan {
   readonly clients: readonly RedisClient[];
   /** Stops the deployment once every locker is closed. */
   readonly stop: () => Promise<void>;
-  /** Keys allowed to lack a TTL. Default: fence counters (`/:fences?$/`). */
+  /** Keys allowed to lack a TTL. Default: `FENCE_COUNTERS`. */
   readonly counters?: RegExp;
 }
 
@@ -26,7 +29,7 @@ export function lockerTarget(plan: TargetPlan): ContractTarget {
     other: make(),
     make,
     clients: plan.clients,
-    counters: plan.counters ?? /:fences?$/,
+    counters: plan.counters ?? FENCE_COUNTERS,
     async close() {
       await Promise.all(made.map((locker) => locker.close()));
       await plan.stop();

@@ -53,8 +53,8 @@ it('S22: 1 000 acquire/using/release cycles, then close(): no lock command after
   await locker.close();
   expect(callsBetween(afterLastRelease, await commandCalls(stats), LOCK_COMMANDS)).toBe(0);
   await setup.expectQuietAfterClose();
-  // Only the shared fence counter remains (it never expires, by design): no lock key is left.
-  expect(await stats.keys('*')).toEqual(['{lock:#}:fences']);
+  // Only the shared fence counter and its epoch stamp remain (they never expire, by design): no lock key is left.
+  expect((await stats.keys('*')).sort()).toEqual(['{lock:#}:fences', '{lock:#}:fences:epoch']);
 });
 
 it('S22: close() with a renewed lock held and a waiter pending: the waiter rejects, then no lock command and no timer', async () => {

@@ -1,6 +1,7 @@
 import { createLocker, type Locker, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { describeLockerContract } from '../contract/contract.js';
+import { FENCE_COUNTERS } from '../contract/target.js';
 
 describeLockerContract('legacy protocol (ms timestamps) on a single server', async () => {
   const server: RedisServer = await startRedis();
@@ -17,7 +18,7 @@ describeLockerContract('legacy protocol (ms timestamps) on a single server', asy
     other: make({ redis: server.client() }),
     make,
     clients: [redis],
-    counters: /:fences?$/,
+    counters: FENCE_COUNTERS,
     async close() {
       await Promise.all(made.map((l) => l.close()));
       await server.stop();

@@ -132,8 +132,9 @@ describe('a key left without a TTL', () => {
     expect((await legacy.acquire(t.redis, 'stale', 'ours', 5_000)).acquired).toBe(true);
     expect(await legacy.extend(t.redis, 'fresh', 'ours', fresh.token, 7_000)).not.toBeNull();
     await expect(legacy.acquire(t.redis, 'bad', 'ours', 1.5)).rejects.toThrow(/"ttl": 1.5/);
-    // Only the shared fence counter lacks a TTL; the lock keys and their owner records all have one.
-    const timed = (await t.redis.keys('*')).filter((key) => !key.endsWith(':fences'));
+    // Only the shared fence counter and its epoch stamp lack a TTL; the lock keys and their owner
+    // records all have one.
+    const timed = (await t.redis.keys('*')).filter((key) => !/:fences(:epoch)?$/.test(key));
     expect(timed.sort()).toEqual(['fresh', 'stale', '{fresh}:owner', '{stale}:owner']);
     for (const key of timed) expect(await t.redis.pttl(key)).toBeGreaterThan(0);
   });

@@ -112,7 +112,7 @@ describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
     expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('held');
     expect(await t.redis.get('k')).toBe(first.token);
     expect(await legacy.release(t.redis, 'k', 'a', first.token)).toBe('released');
-    expect(await t.redis.keys('*')).toEqual(['{#}:fences']);
+    expect((await t.redis.keys('*')).sort()).toEqual(['{#}:fences', '{#}:fences:epoch']);
   });
 
   it('a re-entry asking for a longer lease rewrites value and TTL together', async () => {
@@ -207,7 +207,12 @@ describe('legacy protocol inputs', () => {
     const legacy = legacyProtocol();
     const held = await legacy.acquire(t.redis, 'lock.foo', 'a', 5_000);
     if (!held.acquired) throw new Error('not acquired');
-    expect((await t.redis.keys('*')).sort()).toEqual(['lock.foo', '{#}:fences', '{lock.foo}:owner']);
+    expect((await t.redis.keys('*')).sort()).toEqual([
+      'lock.foo',
+      '{#}:fences',
+      '{#}:fences:epoch',
+      '{lock.foo}:owner',
+    ]);
     expect(await t.redis.get('{#}:fences')).toBe(String(held.fence));
     expect(await t.redis.ttl('{#}:fences')).toBe(-1);
     expect(await t.redis.hget('{lock.foo}:owner', 'fence')).toBe(String(held.fence));

@@ -1,81 +1,23 @@
 import { createLocker, type Locker } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type AclProtocol, setAclUser } from './support/acl.js';
 
 /**
- * S27: the least a lock user needs, found by removing one command at a time from a working set
- * (each removal below broke acquire, renewal, release or waking). Keys and channels: the
- * locker's prefix (`lock:`), here limited to names under `app:`. Redis checks ACLs inside
- * scripts too, so the commands the scripts call are listed. Both protocols also need:
- * `info` (ioredis's ready check and the replica probe of `replication: 'auto'`), `evalsha` and
- * `eval` (the fallback when the server lost its script cache), `subscribe`/`unsubscribe` (waiters
- * woken by the release message; without them they fall back to polling), and `wait` once the
- * server has replicas (WAIT gating).
+ * S27: an ACL user limited to the lock key patterns and the commands each protocol needs (the
+ * lists live in `support/acl.ts`, shared with `acl-contract.test.ts`, which runs the whole
+ * contract suite under the same user).
  */
-const COMMON = ['info', 'evalsha', 'eval', 'subscribe', 'unsubscribe', 'wait'];
-const COMMANDS = {
-  token: [
-    ...COMMON,
-    'exists',
-    'hset',
-    'pexpire',
-    'incr',
-    'hexists',
-    'hincrby',
-    'pttl',
-    'get',
-    'hget',
-    'hgetall',
-    'del',
-    'hdel',
-    'publish',
-    'time',
-    // The queue of waiters (a sorted set beside the lock).
-    'zadd',
-    'zrange',
-    'zrem',
-  ],
-  legacy: [
-    ...COMMON,
-    'set',
-    'get',
-    'type',
-    'time',
-    'hset',
-    'hmget',
-    'pexpire',
-    'pttl',
-    'incr',
-    'del',
-    'publish',
-  ],
-};
-// `{lock:#}:fences`: the fence counter every lock of the `lock:` prefix shares.
-const KEYS = ['~{lock:app:*', '~lock:app:*', '~{lock:#}:fences', '&{lock:app:*', '&lock:app:*'];
-
 let server: RedisServer;
 beforeAll(async () => {
   server = await startRedis();
   const admin = server.client();
-  for (const [protocol, commands] of Object.entries(COMMANDS)) {
-    const allowed = commands.map((command) => `+${command}`);
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      protocol,
-      'on',
-      '>locker-pw',
-      'resetkeys',
-      'resetchannels',
-      ...KEYS,
-      '-@all',
-      ...allowed,
-    );
-  }
+  for (const protocol of ['token', 'legacy'] as const)
+    await setAclUser(admin, protocol, 'locker-pw', protocol);
   return () => server.stop();
 });
 
-function lockerAs(protocol: 'token' | 'legacy'): Locker {
+function lockerAs(protocol: AclProtocol): Locker {
   const redis = server.client({ username: protocol, password: 'locker-pw' });
   return createLocker({ redis, protocol, ttl: 900 });
 }

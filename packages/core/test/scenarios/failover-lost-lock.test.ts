@@ -1,5 +1,12 @@
-import { createLocker, type Lock, ReplicationError } from '@lock/core';
-import { assertHistory, checkHistory, HistoryRecorder } from '@lock/testing';
+import {
+  createLocker,
+  type Lock,
+  type LockLostError,
+  type LockProtocol,
+  ReplicationError,
+  tokenProtocol,
+} from '@lock/core';
+import { assertHistory, checkHistory, HistoryRecorder, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { reportFigures } from './support/figures.js';
 import { startPartitionedSentinel } from './support/partitioned-sentinel.js';
@@ -8,15 +15,24 @@ import { rounds, timeLimit } from './support/tier.js';
 const TRIALS = rounds(1, 5);
 const KEY = 's11:order';
 
+/** The token protocol without its fence counter, so no backend stamps it: fences without epochs. */
+function unstamped(): LockProtocol {
+  const { fenceCounter: _, ...protocol } = tokenProtocol();
+  return protocol;
+}
+
 /**
  * S11 + S13: the replication link is cut (proxy blackhole), A acquires on the master, the master
  * is killed (-9) and the sentinels promote the replica, then B acquires on the new master.
  * One fence was handed out (and replicated) before the cut, so both counters start equal.
  */
-async function crashAfterCut(replication: false | { replicas: number; timeout: number }) {
+async function crashAfterCut(
+  replication: false | { replicas: number; timeout: number },
+  protocol: LockProtocol = tokenProtocol(),
+) {
   const setup = await startPartitionedSentinel();
   try {
-    const a = createLocker({ redis: setup.client(), replication });
+    const a = createLocker({ redis: setup.client(), replication, protocol });
     const recorderA = new HistoryRecorder('A');
     const recorderB = new HistoryRecorder('B');
     const warmup = await a.acquire(KEY, { ttl: 30_000 });
@@ -33,12 +49,28 @@ async function crashAfterCut(replication: false | { replicas: number; timeout: n
     }
     await setup.master.kill();
     const promotion = await setup.promoted();
-    const b = createLocker({ redis: setup.client(), replication: false });
+    const b = createLocker({ redis: setup.client(), replication: false, protocol });
     const lockB = await b.acquire(KEY, { ttl: 30_000, wait: 5_000 });
     recorderB.acquired(lockB);
     await lockB.release();
     await b.close();
-    return { events: [...recorderA.events, ...recorderB.events], lockA, lockB, refused, warmup, promotion };
+    // A's client reconnects to the promoted replica: a backend that stamps fences sees its run id.
+    const losses: string[] = [];
+    if (lockA && protocol.fenceCounter) {
+      const held = lockA;
+      await waitFor('A to notice the master change', async () => held.signal.aborted);
+      losses.push((held.signal.reason as LockLostError).reason);
+    }
+    await a.close();
+    return {
+      events: [...recorderA.events, ...recorderB.events],
+      lockA,
+      lockB,
+      refused,
+      warmup,
+      promotion,
+      losses,
+    };
   } finally {
     await setup.stop();
   }
@@ -46,10 +78,10 @@ async function crashAfterCut(replication: false | { replicas: number; timeout: n
 
 describe(`S11/S13: master crash after the replication link was cut, Sentinel promotion (${TRIALS} trials each)`, () => {
   it(
-    'without WAIT (✗-expected): two holders and a repeated fence, both detected',
+    'without WAIT and without fence epochs (✗-expected): two holders and a repeated fence, both detected',
     async () => {
       for (let trial = 0; trial < TRIALS; trial++) {
-        const { events, lockA, lockB, refused, promotion } = await crashAfterCut(false);
+        const { events, lockA, lockB, refused, promotion } = await crashAfterCut(false, unstamped());
         expect(refused).toBeUndefined();
         const verdict = checkHistory(events);
         reportFigures('S11 without WAIT', {
@@ -60,6 +92,29 @@ describe(`S11/S13: master crash after the replication link was cut, Sentinel pro
         expect(verdict.overlaps).toHaveLength(1);
         expect(verdict.fenceIssues.map((issue) => issue.kind)).toEqual(['duplicate']);
         expect(lockB.fence).toBe(lockA!.fence);
+      }
+    },
+    timeLimit(30_000, 300_000),
+  );
+
+  it(
+    'without WAIT, fences stamped with their master: two holders still (✗-expected), but B’s fence is above A’s and A learns of the failover',
+    async () => {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        const { events, lockA, lockB, refused, losses } = await crashAfterCut(false);
+        expect(refused).toBeUndefined();
+        const verdict = checkHistory(events);
+        reportFigures('S13 epoch without WAIT', {
+          trial,
+          overlaps: verdict.overlaps.length,
+          'fence A': lockA!.fence,
+          'fence B': lockB.fence,
+          'A lost as': losses.join(','),
+        });
+        expect(verdict.overlaps).toHaveLength(1);
+        expect(verdict.fenceIssues).toEqual([]);
+        expect(lockB.fence).toBeGreaterThan(lockA!.fence);
+        expect(losses).toEqual(['failover']);
       }
     },
     timeLimit(30_000, 300_000),

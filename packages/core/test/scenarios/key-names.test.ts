@@ -1,78 +1,173 @@
-import { createLocker, InvalidKeyError, type Lock, type Locker, slotKey } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import {
+  createLocker,
+  hashTag,
+  InvalidKeyError,
+  type Lock,
+  type Locker,
+  legacyProtocol,
+  slotKey,
+} from '@lock/core';
+import { type RedisCluster, type RedisServer, startCluster, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { AWKWARD_NAMES, HUGE_NAME } from './support/awkward-names.js';
+import { reportFigures } from './support/figures.js';
 
-/** Names that must be stored byte for byte: injection attempts, glob characters, look-alikes. */
-const NAMES = [
-  'crlf\r\nFLUSHALL\r\n',
-  '*3\r\n$3\r\nDEL\r\n$6\r\ncanary\r\n',
-  'nul\u0000byte',
-  '*',
-  'a?c',
-  '[ab]c',
-  'caf\u00e9', // NFC
-  'cafe\u0301', // NFD: looks the same, other bytes
-  'paypal',
-  'p\u0430ypal', // Cyrillic а
-  '\u{1F512}',
-  '{}',
-  'a{b',
-  'x{}y',
-  '{tag}',
-];
-
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = server.client();
-  return () => server.stop();
-});
-
-async function keyBytes(): Promise<string[]> {
-  return (await redis.keysBuffer('*')).map((key) => key.toString('hex'));
+/** Where a run of S25 stores its locks: a single server, or every master of a cluster. */
+interface Deployment {
+  /** What the lockers use: a `Redis`, or a `Cluster`. */
+  readonly redis: Parameters<typeof createLocker>[0]['redis'];
+  /** One direct connection per server holding keys (each master of a cluster). */
+  readonly servers: readonly Redis[];
 }
 
 /** The key each protocol stores for a name (the locker's default prefix `lock:`): token also wraps it in a hash tag. */
-const protocols: { name: string; options: object; keyOf: (name: string) => string }[] = [
-  { name: 'token', options: {}, keyOf: (name) => slotKey(`lock:${name}`)! },
-  { name: 'legacy', options: { protocol: 'legacy' }, keyOf: (name) => `lock:${name}` },
-];
+interface ProtocolRun {
+  readonly name: string;
+  readonly options: object;
+  /** The names this run locks (legacy on a cluster: each behind a `{s25}` hash tag, which it requires). */
+  readonly names: readonly string[];
+  readonly keyOf: (name: string) => string;
+}
 
-describe.each(protocols)('S25: key names on a single server, $name protocol', ({ options, keyOf }) => {
-  let locker: Locker;
-  beforeAll(() => {
-    locker = createLocker({ redis, ...options });
-    return () => locker.close();
+const tokenRun: ProtocolRun = {
+  name: 'token',
+  options: {},
+  names: AWKWARD_NAMES,
+  keyOf: (name) => slotKey(`lock:${name}`)!,
+};
+const legacyRun = (names: readonly string[]): ProtocolRun => ({
+  name: 'legacy',
+  options: { protocol: 'legacy' },
+  names,
+  keyOf: (name) => `lock:${name}`,
+});
+
+async function keyBytes(deployment: Deployment): Promise<string[]> {
+  const keys = await Promise.all(deployment.servers.map((server) => server.keysBuffer('*')));
+  return keys.flat().map((key) => key.toString('hex'));
+}
+
+async function keyCount(deployment: Deployment): Promise<number> {
+  const sizes = await Promise.all(deployment.servers.map((server) => server.dbsize()));
+  return sizes.reduce((sum, size) => sum + size, 0);
+}
+
+/** The S25 checks of one protocol on one deployment. */
+function describeKeyNames(topology: string, deployment: () => Deployment, run: ProtocolRun): void {
+  describe(`S25: key names on ${topology}, ${run.name} protocol`, () => {
+    let locker: Locker;
+    beforeAll(() => {
+      locker = createLocker({ redis: deployment().redis, ...run.options });
+      return () => locker.close();
+    });
+
+    it('stores every name literally, keeps look-alikes apart, interprets no glob and injects no command', async () => {
+      const { redis, servers } = deployment();
+      await Promise.all(servers.map((server) => server.flushdb()));
+      await redis.set('canary', 'alive');
+      await Promise.all(servers.map((server) => server.config('RESETSTAT')));
+      const locks: Lock[] = [];
+      // All held at once: a look-alike that mapped to the same key would be busy (wait 0 throws).
+      for (const name of run.names) locks.push(await locker.acquire(name, { ttl: 30_000, wait: 0 }));
+      const stored = await keyBytes(deployment());
+      for (const name of run.names) expect(stored).toContain(Buffer.from(run.keyOf(name)).toString('hex'));
+      expect(await redis.get('canary')).toBe('alive');
+      const calls = (await Promise.all(servers.map((server) => server.info('commandstats')))).join('\n');
+      expect(calls).not.toMatch(/cmdstat_(flushall|flushdb|del):/);
+      // `a?c` is no glob that `abc` would match; the Cyrillic `pаypal` is held apart from `paypal`.
+      const glob = run.names.find((name) => name.endsWith('a?c'))!;
+      expect(await locker.isLocked(glob.replace('?', 'b'))).toBe(false);
+      expect(await locker.isLocked(run.names.find((name) => name.endsWith('p\u0430ypal'))!)).toBe(true);
+      const perServer = await Promise.all(servers.map((server) => server.dbsize()));
+      for (const lock of locks) expect(await lock.release()).toBe('released');
+      const left = await keyBytes(deployment());
+      for (const name of run.names) expect(left).not.toContain(Buffer.from(run.keyOf(name)).toString('hex'));
+      expect(await redis.get('canary')).toBe('alive');
+      reportFigures(`S25 ${topology}, ${run.name}`, {
+        names: run.names.length,
+        'stored literally': run.names.length,
+        'commands injected': 0,
+        'servers holding them': perServer.filter((size) => size > 0).length,
+      });
+    });
+
+    it('refuses a 1 MB name by name, before anything is written', async () => {
+      const before = await keyCount(deployment());
+      const refusal = await locker
+        .acquire(HUGE_NAME, { ttl: 1_000, wait: 0 })
+        .catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(InvalidKeyError);
+      expect((refusal as InvalidKeyError).key).toBe(HUGE_NAME);
+      expect((refusal as Error).message).toMatch(/^invalid lock key "k{80}…": longer than \d+ bytes$/);
+      expect(await keyCount(deployment())).toBe(before);
+    });
+  });
+}
+
+let server: RedisServer;
+let single: Deployment;
+beforeAll(async () => {
+  server = await startRedis();
+  single = { redis: server.client(), servers: [server.client()] };
+  return () => server.stop();
+});
+
+describeKeyNames('a single server', () => single, tokenRun);
+describeKeyNames('a single server', () => single, legacyRun(AWKWARD_NAMES));
+
+describe('S25 on a 3-master cluster', () => {
+  let cluster: RedisCluster;
+  let deployment: Deployment;
+  beforeAll(async () => {
+    cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    deployment = { redis: cluster.client(), servers: cluster.masters.map((master) => master.client()) };
+    return () => cluster.stop();
   });
 
-  it('stores every name literally, keeps look-alikes apart, interprets no glob and injects no command', async () => {
-    await redis.flushdb();
-    await redis.set('canary', 'alive');
-    await redis.config('RESETSTAT');
-    const locks: Lock[] = [];
-    // All held at once: a look-alike that mapped to the same key would be busy (wait 0 throws).
-    for (const name of NAMES) locks.push(await locker.acquire(name, { ttl: 30_000, wait: 0 }));
-    const stored = await keyBytes();
-    for (const name of NAMES) expect(stored).toContain(Buffer.from(keyOf(name)).toString('hex'));
-    expect(await redis.get('canary')).toBe('alive');
-    const calls = await redis.info('commandstats');
-    expect(calls).not.toMatch(/cmdstat_(flushall|flushdb|del):/);
-    expect(await locker.isLocked('abc')).toBe(false);
-    expect(await locker.isLocked('p\u0430ypal')).toBe(true);
-    for (const lock of locks) expect(await lock.release()).toBe('released');
-    for (const name of NAMES) expect(await redis.exists(keyOf(name))).toBe(0);
-    expect(await redis.get('canary')).toBe('alive');
-  });
+  describeKeyNames('a 3-master cluster', () => deployment, tokenRun);
+  // The legacy lock key is the name itself (its fleets use those bytes), so on a cluster the name
+  // must carry the hash tag that puts its fence counter and owner record in its slot.
+  describeKeyNames(
+    'a 3-master cluster',
+    () => deployment,
+    legacyRun(AWKWARD_NAMES.map((name) => `{s25}${name}`)),
+  );
 
-  it('refuses a 1 MB name by name, before anything is written', async () => {
-    const huge = 'k'.repeat(1024 * 1024);
-    const before = await redis.dbsize();
-    const refusal = await locker.acquire(huge, { ttl: 1_000, wait: 0 }).catch((error: unknown) => error);
-    expect(refusal).toBeInstanceOf(InvalidKeyError);
-    expect((refusal as InvalidKeyError).key).toBe(huge);
-    expect((refusal as Error).message).toMatch(/^invalid lock key "k{80}…": longer than \d+ bytes$/);
-    expect(await redis.dbsize()).toBe(before);
+  it('legacy protocol: an untagged name is refused up front by name (never a CROSSSLOT), nothing written', async () => {
+    const locker = createLocker({ redis: deployment.redis, protocol: legacyProtocol() });
+    const results: { outcome: string; written: number }[] = [];
+    for (const name of AWKWARD_NAMES) {
+      const before = await keyCount(deployment);
+      const outcome = await locker.acquire(name, { ttl: 5_000, wait: 0 }).then(
+        async (lock) => {
+          await lock.release();
+          return 'locked';
+        },
+        (error: unknown) =>
+          error instanceof InvalidKeyError &&
+          error.key === `lock:${name}` &&
+          /\{hash tag\}/.test(error.message)
+            ? 'refused by name'
+            : `other: ${String(error)}`,
+      );
+      results.push({ outcome, written: (await keyCount(deployment)) - before });
+    }
+    await locker.close();
+    const outcomes = results.map((result) => result.outcome);
+    // Only a name whose full key (`lock:<name>`) carries a hash tag can be locked: `{tag}`.
+    const expected = AWKWARD_NAMES.map((name) =>
+      hashTag(`lock:${name}`) === null ? 'refused by name' : 'locked',
+    );
+    expect(outcomes).toEqual(expected);
+    expect(outcomes.filter((outcome) => outcome === 'locked')).toHaveLength(1);
+    const refused = results.filter((result) => result.outcome === 'refused by name');
+    expect(refused.map((result) => result.written)).toEqual(refused.map(() => 0));
+    reportFigures('S25 a 3-master cluster, legacy untagged', {
+      names: AWKWARD_NAMES.length,
+      'refused by name': outcomes.filter((outcome) => outcome === 'refused by name').length,
+      locked: 1,
+      'CROSSSLOT errors': 0,
+    });
   });
 });

@@ -1,5 +1,5 @@
-import { createLocker, type Lock, ReplicationError } from '@lock/core';
-import { assertHistory, checkHistory, HistoryRecorder, startSentinel } from '@lock/testing';
+import { createLocker, type Lock, type LockLostError, ReplicationError } from '@lock/core';
+import { assertHistory, checkHistory, HistoryRecorder, startSentinel, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { reportFigures } from './support/figures.js';
@@ -95,6 +95,67 @@ describe('S12: SENTINEL FAILOVER while a client keeps locking on the old master'
       expect(acknowledged).toBeGreaterThan(0);
       expect(refused).toBeGreaterThan(0);
       expect(assertHistory(events, { name: 'S12-wait' }).intervals).toBe(acknowledged);
+    },
+    timeLimit(60_000, 120_000),
+  );
+});
+
+describe('S12: failover awareness (ioredis `failoverDetector`)', () => {
+  it(
+    'on +switch-master every unconfirmed handle aborts (failover); WAIT-confirmed handles stay held and are renewed at once on the new master',
+    async () => {
+      await using setup = await startSentinel({ replicas: 1, sentinels: 3 });
+      const unconfirmed = createLocker({
+        redis: setup.client({ failoverDetector: true }),
+        replication: false,
+      });
+      const confirmedLocker = createLocker({
+        redis: setup.client({ failoverDetector: true }),
+        replication: { replicas: 1, timeout: 1_000 },
+      });
+      const plain = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => unconfirmed.acquire(`s12:plain:${i}`, { ttl: 60_000 })),
+      );
+      const confirmed = await Promise.all(
+        Array.from({ length: 5 }, (_, i) =>
+          confirmedLocker.acquire(`s12:confirmed:${i}`, { ttl: 60_000, renew: true }),
+        ),
+      );
+      const abortedAt = plain.map(
+        (lock) =>
+          new Promise<number>((resolve) =>
+            lock.signal.addEventListener('abort', () => resolve(performance.now()), { once: true }),
+          ),
+      );
+      const before = confirmed.map((lock) => lock.validUntil);
+      const watcher = new Redis({ host: setup.sentinels[0]!.host, port: setup.sentinels[0]!.port });
+      watcher.on('error', () => {});
+      const switched = new Promise<number>((resolve) => {
+        watcher.on('message', () => resolve(performance.now()));
+      });
+      await watcher.subscribe('+switch-master');
+      await setup.failover();
+      const switchedAt = await switched;
+      const aborts = await Promise.all(abortedAt);
+      expect(plain.map((lock) => (lock.signal.reason as LockLostError).reason)).toEqual(
+        plain.map(() => 'failover'),
+      );
+      // Not by their schedule (a third of the 60 s lease after the grant): at once, after the switch.
+      await waitFor(
+        'the confirmed holds to be renewed on the new master',
+        async () => confirmed.every((lock, i) => lock.validUntil > before[i]!),
+        { timeout: 10_000 },
+      );
+      expect(confirmed.map((lock) => lock.signal.aborted)).toEqual(confirmed.map(() => false));
+      const checker = createLocker({ redis: setup.client(), replication: false });
+      for (const lock of confirmed) expect((await checker.inspect(lock.key)).holds).toBe(1);
+      reportFigures('S12 failover awareness', {
+        'unconfirmed aborted': aborts.length,
+        'last abort after +switch-master ms': Math.max(...aborts) - switchedAt,
+        'confirmed kept': confirmed.length,
+      });
+      await Promise.all([unconfirmed.close(), confirmedLocker.close(), checker.close()]);
+      watcher.disconnect();
     },
     timeLimit(60_000, 120_000),
   );

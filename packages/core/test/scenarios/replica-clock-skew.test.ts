@@ -51,10 +51,23 @@ describe.skipIf(skip)(
         expect(onMaster).toBeGreaterThan(TTL - 1_000);
         expect(onMaster - promotedPttl).toBeGreaterThan(SKEW - 1_000);
         await onReplica.replicaof('NO', 'ONE');
+        const warnings: Error[] = [];
+        const onWarning = (warning: Error) => warnings.push(warning);
+        process.on('warning', onWarning);
         const b = createLocker({ redis: replica.client(), replication: false });
         const recorderB = new HistoryRecorder('B');
         const lockB = await b.acquire('s14', { ttl: TTL, wait: TTL });
         recorderB.acquired(lockB);
+        // The library's own check, on its first script on the promoted replica.
+        await waitFor('the clock-skew warning', async () =>
+          warnings.some((warning) => (warning as Error & { code?: string }).code === 'ERR_LOCK_CLOCK_SKEW'),
+        );
+        process.off('warning', onWarning);
+        const skewWarning = warnings.find(
+          (warning) => (warning as Error & { code?: string }).code === 'ERR_LOCK_CLOCK_SKEW',
+        );
+        const warnedOffset = Number(/is (-?\d+) ms off/.exec(skewWarning!.message)?.[1]);
+        expect(Math.abs(warnedOffset - SKEW)).toBeLessThan(1_000);
         expect(lockA.validUntil).toBeGreaterThan(performance.now());
         const verdict = checkHistory([...recorder.events, ...recorderB.events]);
         expect(verdict.overlaps).toHaveLength(1);
@@ -63,6 +76,7 @@ describe.skipIf(skip)(
           'PTTL on master ms': onMaster,
           'PTTL on replica ms': promotedPttl,
           'belief overrun ms': verdict.maxOverrunMs,
+          'offset warned ms': warnedOffset,
         });
         await lockB.release();
         await b.close();

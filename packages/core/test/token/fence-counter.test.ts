@@ -3,7 +3,7 @@ import { startCluster, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
 describe('fence counters', () => {
-  it('leave one counter, not one per key, after 2 000 distinct keys were locked and released', async () => {
+  it('leave one counter (and its epoch stamp), not one per key, after 2 000 distinct keys were locked and released', async () => {
     await using server = await startRedis();
     const redis = server.client();
     const token = createLocker({ redis });
@@ -16,7 +16,7 @@ describe('fence counters', () => {
         await lock.release();
       }
     }
-    expect(await redis.keys('*')).toEqual(['{lock:#}:fences']);
+    expect((await redis.keys('*')).sort()).toEqual(['{lock:#}:fences', '{lock:#}:fences:epoch']);
     expect(fences).toEqual(fences.map((_, i) => i + 1));
     await token.close();
     await legacy.close();
@@ -47,6 +47,24 @@ describe('fence counters', () => {
     await third.release();
     await token.close();
     await legacy.close();
+  });
+
+  it('migrate a larger per-key counter found after the shared counter exists: fences never go backwards', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    // An earlier version locked order:2 far more often than order:1.
+    await redis.set('{lock:order:1}:fence', '5');
+    await redis.set('{lock:order:2}:fence', '500');
+    const token = createLocker({ redis });
+    const first = await token.acquire('order:1', { ttl: 5_000 });
+    expect(first.fence).toBe(6);
+    await first.release();
+    // The shared counter already exists here: order:2's own counter must still be read.
+    const second = await token.acquire('order:2', { ttl: 5_000 });
+    expect(second.fence).toBe(501);
+    expect(await redis.exists('{lock:order:2}:fence')).toBe(0);
+    await second.release();
+    await token.close();
   });
 
   it('on a cluster, live in the slot of the locks they serve', async () => {

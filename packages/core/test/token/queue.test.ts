@@ -2,7 +2,6 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, type Locker } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
-import { waiterSubscribed } from '../contract/keys.js';
 import { startHolder } from '../faults/support/processes.js';
 
 /** Polls once a minute: within a test, only a release message can wake its waiters. */
@@ -20,6 +19,19 @@ async function untilRegistered(server: Awaited<ReturnType<typeof startRedis>>, k
   const end = performance.now() + 5_000;
   while (Object.keys(await registrations(redis, key)).length < count) {
     if (performance.now() > end) throw new Error(`${count} waiters never queued on ${key}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Resolves once `count` connections subscribe to `channel`. */
+async function subscribers(
+  redis: ReturnType<Awaited<ReturnType<typeof startRedis>>['client']>,
+  channel: string,
+  count: number,
+) {
+  const end = performance.now() + 5_000;
+  while (Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]) < count) {
+    if (performance.now() > end) throw new Error(`${count} subscribers never listened on ${channel}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
@@ -51,7 +63,9 @@ describe('the token protocol’s waiter queue', () => {
         );
         await untilRegistered(server, 'queued', index + 1);
       }
-      await waiterSubscribed([redis], 'queued');
+      // Every locker subscribed: each waiter's retry right after subscribing has been sent, on
+      // the same connection as the release below, so none of them can race it.
+      await subscribers(redis, '{lock:queued}:released', lockers.length);
       await first.release();
       for (let turn = 0; turn < lockers.length; turn++) {
         const lock = await Promise.race(waiting.filter((_, i) => !order.slice(0, turn).includes(i)));
@@ -66,6 +80,27 @@ describe('the token protocol’s waiter queue', () => {
       unsubscribe('lock:acquire', onAcquire);
       await Promise.all([holder, ...lockers].map((locker) => locker.close()));
     }
+  });
+
+  it('a release with nobody queued publishes nothing; one with a waiter queued names it', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const listener = server.client();
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe('{lock:quiet}:released');
+    const holder = createLocker({ redis });
+    const waiter = createLocker({ redis, retry: SLOW_POLL });
+    for (let i = 0; i < 3; i++) await (await holder.acquire('quiet', { ttl: 30_000 })).release();
+    const first = await holder.acquire('quiet', { ttl: 30_000 });
+    const waiting = waiter.acquire('quiet', { ttl: 30_000, wait: 20_000 });
+    await untilRegistered(server, 'quiet', 1);
+    await first.release();
+    const next = await waiting;
+    // Messages of one connection arrive in order: had an unqueued release published, it would come first.
+    expect(messages).toEqual([`released:${next.owner}`]);
+    await next.release();
+    await Promise.all([holder.close(), waiter.close()]);
   });
 
   it('a waiter that aborts or times out leaves the queue at once', async () => {

@@ -55,6 +55,22 @@ describe('WAIT gating on replicas', () => {
     }
   });
 
+  it('undoes a lock whose WAIT failed after the write (a user the ACL denies WAIT): the error surfaces, no lock is left', async () => {
+    const admin = master.client();
+    await admin.call('ACL', 'SETUSER', 'nowait', 'on', '>pw', '~*', '&*', '+@all', '-wait');
+    const locker = createLocker({
+      redis: master.client({ username: 'nowait', password: 'pw' }),
+      replication: { replicas: 1, timeout: 100 },
+    });
+    try {
+      const error = await locker.acquire('wait-denied', { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/NOPERM/);
+      expect(await admin.exists('{lock:wait-denied}')).toBe(0);
+    } finally {
+      await locker.close();
+    }
+  });
+
   it('replication false skips WAIT even with replicas connected', async () => {
     const locker = createLocker({ redis: master.client(), replication: false });
     replica.pause();

@@ -6,7 +6,9 @@
   Input:
     KEYS[1] lock key: a plain string holding the holder's expiry as a decimal Unix timestamp
     KEYS[2] fence counter shared by the locks of a namespace (and slot), never expiring, named
-            so no legacy fleet reads it
+            so no legacy fleet reads it; the script that creates it also writes its epoch
+            stamp, KEYS[2] .. ":epoch" (same slot;
+            stampNewCounter comes from fence-stamp-new.lua, prefixed to this script)
     KEYS[3] owner record: a hash { owner, holds, value, fence } with the lock's TTL, which
             legacy fleets never read; it counts re-entries of the owner that wrote `value`
     KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
@@ -54,7 +56,11 @@ local function nextFence()
     end
     rcall('del', oldCounter)
   end
-  return rcall('incr', counter)
+  local fence = rcall('incr', counter)
+  if fence == 1 then
+    stampNewCounter(counter)
+  end
+  return fence
 end
 
 local kind = rcall('type', lock).ok

@@ -1,5 +1,6 @@
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { fenceCounter } from '../../fence-counter.js';
+import stampNewCounterLua from '../../fence-stamp-new.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
@@ -11,7 +12,7 @@ import { legacyKeys, requireHashTagOnCluster } from './keys.js';
 import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(acquireLua);
+const acquireScript = new LuaScript(stampNewCounterLua + acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
@@ -80,6 +81,10 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 
     channel(resource) {
       return legacyKeys(resource).channel;
+    },
+
+    fenceCounter(resource, cluster) {
+      return fenceCounter(resource, legacyKeys(resource).lock, cluster);
     },
 
     async acquire(redis, resource, owner, ttl, context) {

@@ -4,7 +4,9 @@
   Input:
     KEYS[1] lock key: a hash of the owner's hold count (field = owner), the hold's fence (field
             '') and the id of the last attempt applied for the owner (field NUL + owner)
-    KEYS[2] fence counter shared by the locks of a namespace (and slot): never expires
+    KEYS[2] fence counter shared by the locks of a namespace (and slot): never expires; the
+            script that creates it also writes its epoch stamp, KEYS[2] .. ":epoch" (same slot;
+            stampNewCounter comes from fence-stamp-new.lua, prefixed to this script)
     KEYS[3] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms)
     KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting
@@ -47,14 +49,23 @@ if rcall('exists', lock) == 0 then
   end
   -- The fence first: if the counter cannot be incremented, nothing has been written.
   local fence = rcall('incr', counter)
-  rcall('hset', lock, owner, 1, '', fence, attemptField, attempt)
+  if fence == 1 then
+    stampNewCounter(counter)
+  end
+  -- A fresh owner's resent attempt is recognised without its id (ARGV[3]): nothing to record.
+  if fresh then
+    rcall('hset', lock, owner, 1, '', fence)
+  else
+    rcall('hset', lock, owner, 1, '', fence, attemptField, attempt)
+  end
   rcall('pexpire', lock, ttl)
   dequeue()
   return { 1, fence, 1, ttl }
 end
 
-if rcall('hexists', lock, owner) == 1 then
-  local holds = tonumber(rcall('hget', lock, owner))
+local held = rcall('hget', lock, owner)
+if held then
+  local holds = tonumber(held)
   if not fresh and (attempt == '' or rcall('hget', lock, attemptField) ~= attempt) then
     holds = rcall('hincrby', lock, owner, 1)
     rcall('hset', lock, attemptField, attempt)

@@ -1,5 +1,6 @@
 import { InvalidKeyError } from '../../errors.js';
 import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
+import stampNewCounterLua from '../../fence-stamp-new.lua';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
@@ -12,7 +13,7 @@ import inspectLua from './inspect.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(acquireLua);
+const acquireScript = new LuaScript(stampNewCounterLua + acquireLua);
 const abandonScript = new LuaScript(abandonLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
@@ -22,19 +23,63 @@ const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
 const raiseFenceScript = new LuaScript(raiseFenceLua);
 
+/** Keys of one token lock, all in one slot; what each script takes is built once per resource. */
+interface TokenKeys {
+  readonly resource: string;
+  readonly lock: string;
+  readonly oldCounter: string;
+  readonly channel: string;
+  readonly queue: string;
+  readonly registrations: string;
+  readonly releaseKeys: readonly string[];
+  /** The acquire script's keys, per topology (the fence counter differs on a cluster). */
+  acquireKeys: readonly string[] | undefined;
+  clusterAcquireKeys: readonly string[] | undefined;
+}
+
+/**
+ * The keys of the resource used last: an acquisition asks for them up to four times (validate,
+ * the fence counter, acquire, release), so one entry spares rebuilding them without holding
+ * memory per key.
+ */
+let lastKeys: TokenKeys | undefined;
+
 /** Keys of one token lock: the lock hash, the earlier per-key counter and its release channel, all in one slot. */
-function keysOf(resource: string) {
+function keysOf(resource: string): TokenKeys {
+  if (lastKeys?.resource === resource) return lastKeys;
   const lock = slotKey(resource);
   if (lock === null)
     throw new InvalidKeyError(resource, 'a key starting with "}" cannot carry a cluster hash tag');
   refuseSiblingName(resource, lock);
-  return {
+  const queue = `${lock}:queue`;
+  const registrations = `${lock}:waiters`;
+  lastKeys = {
+    resource,
     lock,
     oldCounter: legacyFenceCounter(lock),
     channel: `${lock}:released`,
-    queue: `${lock}:queue`,
-    registrations: `${lock}:waiters`,
+    queue,
+    registrations,
+    releaseKeys: [lock, queue, registrations],
+    acquireKeys: undefined,
+    clusterAcquireKeys: undefined,
   };
+  return lastKeys;
+}
+
+function acquireKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
+  const made = cluster ? keys.clusterAcquireKeys : keys.acquireKeys;
+  if (made) return made;
+  const list = [
+    keys.lock,
+    fenceCounter(keys.resource, keys.lock, cluster),
+    keys.oldCounter,
+    keys.queue,
+    keys.registrations,
+  ];
+  if (cluster) keys.clusterAcquireKeys = list;
+  else keys.acquireKeys = list;
+  return list;
 }
 
 /**
@@ -61,17 +106,14 @@ export function tokenProtocol(): LockProtocol {
       return keysOf(resource).channel;
     },
 
+    fenceCounter(resource, cluster) {
+      return acquireKeysOf(keysOf(resource), cluster)[1]!;
+    },
+
     async acquire(redis, resource, owner, ttl, context) {
-      const keys = keysOf(resource);
       const reply = (await acquireScript.run(
         redis,
-        [
-          keys.lock,
-          fenceCounter(resource, keys.lock, isCluster(redis)),
-          keys.oldCounter,
-          keys.queue,
-          keys.registrations,
-        ],
+        acquireKeysOf(keysOf(resource), isCluster(redis)),
         [
           owner,
           ttl,
@@ -90,11 +132,11 @@ export function tokenProtocol(): LockProtocol {
 
     async release(redis, resource, owner) {
       const keys = keysOf(resource);
-      const left = (await releaseScript.run(
-        redis,
-        [keys.lock, keys.queue, keys.registrations],
-        [owner, publishCommand(redis), keys.channel],
-      )) as number;
+      const left = (await releaseScript.run(redis, keys.releaseKeys, [
+        owner,
+        publishCommand(redis),
+        keys.channel,
+      ])) as number;
       return releaseReply(left);
     },
 

@@ -1,0 +1,204 @@
+import stampLua from '../fence-epoch.lua';
+import { keySlot } from '../hash-tag.js';
+import type { RedisClient } from '../protocol.js';
+import { LuaScript } from '../script.js';
+import { isCluster } from '../topology.js';
+
+const stampScript = new LuaScript(stampLua);
+
+/** Called when the master behind some locks changed; `affects` says which resources it concerns. */
+export type MasterChangeListener = (affects: (resource: string) => boolean) => void;
+
+/**
+ * Connection events of one client, shared by every backend on it (a service may make many
+ * lockers on one client; each adding listeners of its own would trip Node's leak warning).
+ * The generation moves whenever the client may have reached another server: a reconnect on a
+ * standalone or Sentinel client (Sentinel's `failoverDetector` disconnects on `+switch-master`),
+ * a slot refresh or a node change on a cluster.
+ */
+class ClientEvents {
+  generation = 0;
+  readonly onReconnected = new Set<() => void>();
+  private reconnecting = false;
+
+  constructor(redis: RedisClient) {
+    const moved = () => {
+      this.generation += 1;
+    };
+    if (isCluster(redis)) {
+      for (const event of ['refresh', '+node', '-node']) redis.on(event, moved);
+      return;
+    }
+    redis.on('close', () => {
+      moved();
+      this.reconnecting = true;
+    });
+    redis.on('ready', () => {
+      if (!this.reconnecting) return;
+      this.reconnecting = false;
+      for (const listener of this.onReconnected) listener();
+    });
+  }
+}
+
+const clients = new WeakMap<RedisClient, ClientEvents>();
+
+function eventsOf(redis: RedisClient): ClientEvents {
+  let events = clients.get(redis);
+  if (!events) {
+    events = new ClientEvents(redis);
+    clients.set(redis, events);
+  }
+  return events;
+}
+
+interface Stamp {
+  /** The client generation it was made in (-1 after a failure): another one stamps again before the next grant. */
+  generation: number;
+  /** The run id of the master that answered, once it has. */
+  runId: string | undefined;
+  pending: Promise<void> | undefined;
+}
+
+/** Users not allowed the stamp (an ACL written for an earlier version) are warned once per process. */
+let warnedNoPermission = false;
+
+/**
+ * Keeps fences increasing across a change of master, and tells the engine about the change.
+ *
+ * Before the first grant on a fence counter, and again before the first grant after the client
+ * may have reached another server, the counter is stamped with the run id of the master it
+ * lives on (`fence-epoch.lua`): a counter stamped by another master is raised to a new epoch,
+ * above any fence the old master may have handed out in increments the new one never received.
+ * A run id that differs from the one the counter was last stamped with here is a master change
+ * seen by this client. So is a `READONLY` reply (the master was demoted under a live connection).
+ * After a reconnect the counters already in use are stamped again at once, so a change is seen
+ * without waiting for the next acquisition. Each stamp also reads the master's clock
+ * (`checkClock`).
+ */
+export class MasterWatch {
+  private readonly events: ClientEvents;
+  private readonly stamps = new Map<string, Stamp>();
+  private readonly listeners = new Set<MasterChangeListener>();
+  private readonly restamp = () => {
+    for (const counter of this.stamps.keys()) this.stamp(counter).catch(() => {});
+  };
+
+  constructor(
+    private readonly redis: RedisClient,
+    /** The fence counter a resource's grants draw from; undefined for formats without one. */
+    private readonly counterOf: (resource: string) => string | undefined,
+    /** The key whose slot a resource's lock lives in (for the cluster node a change concerns). */
+    private readonly lockKeyOf: (resource: string) => string,
+  ) {
+    this.events = eventsOf(redis);
+    this.events.onReconnected.add(this.restamp);
+  }
+
+  /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
+  ready(resource: string): Promise<void> | undefined {
+    const counter = this.counterOf(resource);
+    if (counter === undefined) return undefined;
+    const stamp = this.stamps.get(counter);
+    if (stamp?.generation === this.events.generation) return stamp.pending;
+    return this.stamp(counter);
+  }
+
+  /** A reply said the server is no longer a master: every lock on it is concerned. */
+  demoted(): void {
+    if (isCluster(this.redis)) return;
+    this.notify(() => true);
+  }
+
+  onChange(listener: MasterChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    this.events.onReconnected.delete(this.restamp);
+    this.listeners.clear();
+  }
+
+  private stamp(counter: string): Promise<void> {
+    const previous = this.stamps.get(counter)?.runId;
+    const stamp: Stamp = {
+      generation: this.events.generation,
+      runId: previous,
+      pending: undefined,
+    };
+    this.stamps.set(counter, stamp);
+    const sentAt = Date.now();
+    stamp.pending = stampScript.run(this.redis, [counter, `${counter}:epoch`], [previous ?? '']).then(
+      (reply) => {
+        const [runId, , time] = reply as [string, number, [string, string]];
+        stamp.runId = String(runId);
+        stamp.pending = undefined;
+        checkClock(stamp.runId, time, sentAt, Date.now());
+        if (previous !== undefined && stamp.runId !== previous) this.notify(this.concerning(counter));
+      },
+      (error: unknown) => {
+        if (isPermissionError(error)) {
+          stamp.pending = undefined;
+          warnNoPermission(counter);
+          return;
+        }
+        stamp.generation = -1;
+        stamp.pending = undefined;
+        if (error instanceof Error && error.message.startsWith('READONLY')) this.demoted();
+        throw error;
+      },
+    );
+    return stamp.pending;
+  }
+
+  /** On a cluster a change concerns the locks of the counter's slot (the node that serves it); else all. */
+  private concerning(counter: string): (resource: string) => boolean {
+    if (!isCluster(this.redis)) return () => true;
+    const slot = keySlot(counter);
+    return (resource) => keySlot(this.lockKeyOf(resource)) === slot;
+  }
+
+  private notify(affects: (resource: string) => boolean): void {
+    for (const listener of this.listeners) listener(affects);
+  }
+}
+
+/** Beyond this offset between a master's clock and ours, one of them is wrong: warned once per server. */
+const CLOCK_SKEW_WARNING_MS = 1_000;
+const skewed = new Set<string>();
+
+/**
+ * Compares a master's TIME with this process's clock. Redis keeps expiry as an absolute time, so
+ * a promoted replica (or a master after a jump) whose clock is off ends every lock early or late
+ * by that much, while holders count their leases on their own clock. The offset is counted from
+ * the middle of the round trip, and only what exceeds the round trip's uncertainty counts.
+ */
+function checkClock(runId: string, time: [string, string], sentAt: number, receivedAt: number): void {
+  if (skewed.has(runId)) return;
+  const server = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+  const offset = server - (sentAt + receivedAt) / 2;
+  if (Math.abs(offset) <= CLOCK_SKEW_WARNING_MS + (receivedAt - sentAt) / 2) return;
+  skewed.add(runId);
+  process.emitWarning(
+    `the clock of Redis master ${runId.slice(0, 8)} is ${Math.round(offset)} ms off this process's: lock leases on it end early or late by about that much`,
+    { code: 'ERR_LOCK_CLOCK_SKEW', type: 'LockWarning' },
+  );
+}
+
+function warnNoPermission(counter: string): void {
+  if (warnedNoPermission) return;
+  warnedNoPermission = true;
+  process.emitWarning(
+    `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${counter}:epoch): fences may go backwards after a failover`,
+    { code: 'ERR_LOCK_FENCE_EPOCH', type: 'LockWarning' },
+  );
+}
+
+/** Refused by an ACL: as a command (`NOPERM`), or inside the script (Redis answers `ERR` there). */
+function isPermissionError(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error.message.startsWith('NOPERM') || error.message.includes('user executing the script can'))
+  );
+}

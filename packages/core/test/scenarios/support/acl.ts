@@ -1,0 +1,104 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * S27: the least a lock user needs, found by removing one command at a time from a working set
+ * (each removal broke acquire, renewal, release or waking). Keys and channels: the locker's
+ * prefix (`lock:`), here limited to names under `app:`. Redis checks ACLs inside scripts too, so
+ * the commands the scripts call are listed. Both protocols also need: `info` (ioredis's ready
+ * check and the replica probe of `replication: 'auto'`), `evalsha` and `eval` (the fallback when
+ * the server lost its script cache), `subscribe`/`unsubscribe` (waiters woken by the release
+ * message; without them they fall back to polling), and `wait` once the server has replicas
+ * (WAIT gating).
+ *
+ * Defined once for `acl.test.ts` (a few operations) and `acl-contract.test.ts` (the whole
+ * contract suite): a command a protocol starts to need goes here, and both tests check it.
+ */
+export const COMMON_COMMANDS = ['info', 'evalsha', 'eval', 'subscribe', 'unsubscribe', 'wait'] as const;
+
+export const ACL_COMMANDS = {
+  token: [
+    ...COMMON_COMMANDS,
+    'exists',
+    'hset',
+    'pexpire',
+    'incr',
+    'hexists',
+    'hincrby',
+    'pttl',
+    'get',
+    'hget',
+    'hgetall',
+    'del',
+    'hdel',
+    'publish',
+    'time',
+    // The queue of waiters (a sorted set beside the lock).
+    'zadd',
+    'zrange',
+    'zrem',
+    // The fence-epoch stamp: the acquire script writes the master's run id to
+    // `{lock:#}:fences:epoch` when it creates the counter, and `fence-epoch.lua` (once per
+    // counter and connection) checks it and raises the counter to a new epoch when another master
+    // stamped it. Without `set` locks are taken without epochs, after a warning
+    // (`ERR_LOCK_FENCE_EPOCH`). Found by the contract under ACL.
+    'set',
+  ],
+  legacy: [
+    ...COMMON_COMMANDS,
+    'set',
+    'get',
+    'type',
+    'time',
+    'hset',
+    'hmget',
+    'pexpire',
+    'pttl',
+    'incr',
+    'del',
+    'publish',
+    // Re-entry: the owner record `{<name>}:owner` counts holds (the contract's re-entry tests;
+    // acl.test.ts never re-enters). Found by the contract under ACL.
+    'hincrby',
+  ],
+} as const satisfies Record<string, readonly string[]>;
+
+export type AclProtocol = keyof typeof ACL_COMMANDS;
+
+/** The locker prefix whose names the ACL user may lock: `lock:` with names under `app:`. */
+export const ACL_PREFIX = 'lock:app:';
+
+/**
+ * Key and channel patterns of the ACL user. `{lock:#}:fences`: the fence counter every lock of
+ * the `lock:` prefix shares (see `fenceCounter`); `{lock:#}:fences:epoch`: which master last
+ * stamped that counter (the fence-epoch stamp, see `set` above).
+ */
+export const ACL_KEYS = [
+  '~{lock:app:*',
+  '~lock:app:*',
+  '~{lock:#}:fences',
+  '~{lock:#}:fences:epoch',
+  '&{lock:app:*',
+  '&lock:app:*',
+] as const;
+
+/** Creates the ACL user `user` with the key patterns above and the commands `protocol` needs. */
+export async function setAclUser(
+  admin: Redis,
+  user: string,
+  password: string,
+  protocol: AclProtocol,
+): Promise<void> {
+  const allowed = ACL_COMMANDS[protocol].map((command) => `+${command}`);
+  await admin.call(
+    'ACL',
+    'SETUSER',
+    user,
+    'on',
+    `>${password}`,
+    'resetkeys',
+    'resetchannels',
+    ...ACL_KEYS,
+    '-@all',
+    ...allowed,
+  );
+}

@@ -1,0 +1,121 @@
+import { createLocker, type Lock, type LockLostError, type LockProtocol, tokenProtocol } from '@lock/core';
+import { startRedis, waitFor } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+
+const EPOCH = 2 ** 32;
+
+/** Resolves with the loss reason once the handle's signal aborts. */
+function lossOf(lock: Lock): Promise<string> {
+  return new Promise((resolve) => {
+    lock.signal.addEventListener('abort', () => resolve((lock.signal.reason as LockLostError).reason), {
+      once: true,
+    });
+  });
+}
+
+/** The token protocol without its fence counter: a backend cannot stamp it (the unmitigated variant). */
+function unstamped(): LockProtocol {
+  const { fenceCounter: _, ...protocol } = tokenProtocol();
+  return protocol;
+}
+
+describe('a change of master (S12/S13)', () => {
+  it('a restart with another run id: unconfirmed holds are lost (failover), the counter moves to the next epoch once', async () => {
+    await using server = await startRedis({ persistence: true });
+    const redis = server.client();
+    const locker = createLocker({ redis, replication: false });
+    const held = await locker.acquire('order:1', { ttl: 60_000 });
+    const before = await locker.acquire('order:2', { ttl: 60_000 });
+    const lost = lossOf(held);
+    await server.restart();
+    expect(await lost).toBe('failover');
+    expect(before.signal.aborted).toBe(true);
+    // The old master's last fence was `before.fence`; the new epoch starts above every value it could reach.
+    const after = await locker.acquire('order:3', { ttl: 60_000 });
+    expect(after.fence).toBe(EPOCH + before.fence + 1 - (before.fence % EPOCH));
+    // Another locker meeting the stamped counter does not raise it again.
+    const other = createLocker({ redis: server.client(), replication: false });
+    expect((await other.acquire('order:4', { ttl: 60_000 })).fence).toBe(after.fence + 1);
+    await Promise.all([locker.close(), other.close()]);
+  });
+
+  it('unmitigated variant: without the stamp, the counter goes on from where the new master stands', async () => {
+    await using server = await startRedis({ persistence: true });
+    const locker = createLocker({ redis: server.client(), replication: false, protocol: unstamped() });
+    const before = await locker.acquire('order:1', { ttl: 60_000 });
+    const lost = lossOf(before);
+    await server.restart();
+    const after = await locker.acquire('order:2', { ttl: 60_000 });
+    expect(after.fence).toBe(before.fence + 1);
+    // Nothing told the engine either: the hold it had is still believed held.
+    expect(before.signal.aborted).toBe(false);
+    await locker.close();
+    expect(await lost).toBe('closed');
+  });
+
+  it('a renewal answered READONLY (the master was demoted under a live connection) ends the hold as a failover', async () => {
+    await using server = await startRedis();
+    await using other = await startRedis({ config: { replicaof: `${server.host} ${server.port}` } });
+    const locker = createLocker({ redis: server.client(), replication: false });
+    const lock = await locker.acquire('order:1', { ttl: 900, renew: true });
+    const lost = lossOf(lock);
+    await waitFor(
+      'the lock to reach the replica',
+      async () => (await other.client().exists('{lock:order:1}')) === 1,
+    );
+    // A failover by hand: the replica takes over with the lock, the old master follows it.
+    await other.client().call('REPLICAOF', 'NO', 'ONE');
+    await server.client().call('REPLICAOF', other.host, String(other.port));
+    expect(await lost).toBe('failover');
+    await locker.close();
+  });
+
+  it('a user the ACL denies the stamp locks without epochs, after one warning', async () => {
+    await using server = await startRedis();
+    await server
+      .client()
+      .call('ACL', 'SETUSER', 'older', 'on', '>pw', '~{lock:order:*', '~{lock:#}:fences', '&*', '+@all');
+    const warnings: (Error & { code?: string })[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const locker = createLocker({
+      redis: server.client({ username: 'older', password: 'pw' }),
+      replication: false,
+      eviction: 'ignore',
+    });
+    try {
+      expect((await locker.acquire('order:1', { ttl: 60_000 })).fence).toBe(1);
+      expect((await locker.acquire('order:2', { ttl: 60_000 })).fence).toBe(2);
+      await waitFor('the warning', async () => warnings.length > 0);
+      expect(warnings.map((warning) => warning.code)).toEqual(['ERR_LOCK_FENCE_EPOCH']);
+      expect(await server.client().exists('{lock:#}:fences:epoch')).toBe(0);
+    } finally {
+      process.off('warning', onWarning);
+      await locker.close();
+    }
+  });
+
+  it('a counter made by an earlier version is stamped without a raise; a fresh namespace writes nothing before its first lock', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    await redis.set('{lock:#}:fences', '41');
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    const locker = createLocker({ redis, replication: false });
+    expect((await locker.acquire('order:1', { ttl: 60_000 })).fence).toBe(42);
+    expect(await redis.get('{lock:#}:fences:epoch')).toMatch(/^[0-9a-f]{40}$/);
+    const fresh = createLocker({ redis, replication: false, prefix: 'fresh:' });
+    await expect(fresh.acquire('x', { ttl: -1 })).rejects.toThrow(/ttl/);
+    expect(await redis.exists('{fresh:#}:fences', '{fresh:#}:fences:epoch')).toBe(0);
+    const first = await fresh.acquire('x', { ttl: 60_000 });
+    expect(first.fence).toBe(1);
+    // The acquisition that made the counter stamped it with its master.
+    expect(await redis.get('{fresh:#}:fences:epoch')).toBe(await redis.get('{lock:#}:fences:epoch'));
+    await Promise.all([locker.close(), fresh.close()]);
+    // The stamps also read the server's clock, which agrees with ours here: nothing to warn about.
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off('warning', onWarning);
+    expect(warnings).toEqual([]);
+  });
+});
