@@ -8,7 +8,7 @@
     KEYS[2] fence counter shared by the locks of a namespace (and slot), never expiring, named
             so no legacy fleet reads it; the script that creates it also writes its epoch
             stamp, KEYS[2] .. ":epoch" (same slot;
-            stampNewCounter comes from fence-stamp-new.lua, prefixed to this script)
+            nextFence comes from next-fence.lua, prefixed to this script)
     KEYS[3] owner record: a hash { owner, holds, value, fence } with the lock's TTL, which
             legacy fleets never read; it counts re-entries of the owner that wrote `value`
     KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
@@ -46,26 +46,9 @@ local function recordOwner(holds, fence)
   rcall('pexpire', record, leaseMs)
 end
 
--- The fence first: if the counter cannot be incremented, nothing has been written. A per-key
--- counter left by an earlier version is folded in, so fences never go backwards.
-local function nextFence()
-  local old = rcall('get', oldCounter)
-  if old then
-    if tonumber(rcall('get', counter) or '0') < tonumber(old) then
-      rcall('set', counter, old)
-    end
-    rcall('del', oldCounter)
-  end
-  local fence = rcall('incr', counter)
-  if fence == 1 then
-    stampNewCounter(counter)
-  end
-  return fence
-end
-
 local kind = rcall('type', lock).ok
 if kind == 'none' then
-  local fence = nextFence()
+  local fence = nextFence(counter, oldCounter)
   rcall('set', lock, value, 'PX', leaseMs)
   recordOwner(1, fence)
   return { 1, fence, value, 1, leaseMs }
@@ -109,7 +92,7 @@ if wait > 0 then
   return { 0, wait }
 end
 
-local fence = nextFence()
+local fence = nextFence(counter, oldCounter)
 rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)
 recordOwner(1, fence)

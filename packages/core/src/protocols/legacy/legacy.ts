@@ -1,6 +1,6 @@
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { fenceCounter } from '../../fence-counter.js';
-import stampNewCounterLua from '../../fence-stamp-new.lua';
+import nextFenceLua from '../../next-fence.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
@@ -12,7 +12,7 @@ import { legacyKeys, requireHashTagOnCluster } from './keys.js';
 import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(stampNewCounterLua + acquireLua);
+const acquireScript = new LuaScript(nextFenceLua + acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);

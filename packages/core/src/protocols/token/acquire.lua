@@ -6,7 +6,7 @@
             '') and the id of the last attempt applied for the owner (field NUL + owner)
     KEYS[2] fence counter shared by the locks of a namespace (and slot): never expires; the
             script that creates it also writes its epoch stamp, KEYS[2] .. ":epoch" (same slot;
-            stampNewCounter comes from fence-stamp-new.lua, prefixed to this script)
+            nextFence comes from next-fence.lua, prefixed to this script)
     KEYS[3] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms)
     KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting
@@ -40,18 +40,7 @@ local function dequeue()
 end
 
 if rcall('exists', lock) == 0 then
-  local old = rcall('get', oldCounter)
-  if old then
-    if tonumber(rcall('get', counter) or '0') < tonumber(old) then
-      rcall('set', counter, old)
-    end
-    rcall('del', oldCounter)
-  end
-  -- The fence first: if the counter cannot be incremented, nothing has been written.
-  local fence = rcall('incr', counter)
-  if fence == 1 then
-    stampNewCounter(counter)
-  end
+  local fence = nextFence(counter, oldCounter)
   -- A fresh owner's resent attempt is recognised without its id (ARGV[3]): nothing to record.
   if fresh then
     rcall('hset', lock, owner, 1, '', fence)

@@ -1,7 +1,7 @@
 import { InvalidKeyError } from '../../errors.js';
 import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
-import stampNewCounterLua from '../../fence-stamp-new.lua';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
+import nextFenceLua from '../../next-fence.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
@@ -13,7 +13,7 @@ import inspectLua from './inspect.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(stampNewCounterLua + acquireLua);
+const acquireScript = new LuaScript(nextFenceLua + acquireLua);
 const abandonScript = new LuaScript(abandonLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */

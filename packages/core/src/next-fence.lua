@@ -1,0 +1,29 @@
+--[[
+  Prefixed to the acquire scripts of the formats that draw fences from a shared counter (token,
+  legacy): `nextFence(counter, oldCounter)` draws the next fence.
+
+  - The fence comes first: if the counter cannot be incremented, nothing has been written.
+  - A per-key counter left by an earlier version (`oldCounter`) is folded in and deleted, so
+    fences never go backwards across the upgrade.
+  - A counter the increment has just created is stamped with its master at once (see
+    fence-epoch.lua), so a failover before any client stamped it still raises it on the promoted
+    replica. A user the ACL denies the stamp locks without it (the backend warns).
+]]
+local function nextFence(counter, oldCounter)
+  local old = redis.call('get', oldCounter)
+  if old then
+    if tonumber(redis.call('get', counter) or '0') < tonumber(old) then
+      redis.call('set', counter, old)
+    end
+    redis.call('del', oldCounter)
+  end
+  local fence = redis.call('incr', counter)
+  if fence == 1 then
+    local info = redis.pcall('info', 'server')
+    if type(info) == 'string' then
+      redis.pcall('set', counter .. ':epoch', string.match(info, 'run_id:(%x+)'))
+    end
+  end
+  return fence
+end
+
