@@ -637,10 +637,7 @@ class Engine implements Locker {
     for (const hold of [...this.holds.values()]) {
       if (!affects(hold.resource)) continue;
       if (!hold.confirmed) this.lose(hold, 'failover');
-      else if (hold.renew) {
-        hold.renewedAt = Number.NEGATIVE_INFINITY;
-        this.watchdog.reschedule(hold);
-      }
+      else this.watchdog.renewNow(hold);
     }
   }
 

@@ -56,6 +56,16 @@ export class Watchdog {
     this.timerAt = Number.POSITIVE_INFINITY;
   }
 
+  /**
+   * Renews `hold` at once instead of on its schedule, when its lease on the server is in doubt
+   * (the master changed). A renewal in flight or waiting to retry keeps its turn.
+   */
+  renewNow(hold: Hold): void {
+    if (!hold.renew) return;
+    hold.renewedAt = Number.NEGATIVE_INFINITY;
+    this.reschedule(hold);
+  }
+
   /** Runs a check when `hold` next needs one, e.g. after `lock.extend()` or a re-entry moved its deadline. */
   reschedule(hold: Hold): void {
     if (this.holds.has(hold)) this.schedule(this.wakeAt(hold));
