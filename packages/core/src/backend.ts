@@ -1,4 +1,11 @@
-import type { AttemptContext, Inspection, LockProtocol, ReleaseReply, RenewalItem } from './protocol.js';
+import type {
+  AttemptContext,
+  HandedGrant,
+  Inspection,
+  LockProtocol,
+  ReleaseReply,
+  RenewalItem,
+} from './protocol.js';
 
 /** A successful acquisition as the engine sees it, whatever the topology. */
 export interface BackendGrant {
@@ -32,12 +39,16 @@ export interface ReleaseNotice {
   readonly all: boolean;
   /** The one owner named to try next (`LockProtocol.addressee`), if any. */
   readonly to: string | undefined;
+  /** The lock written for `to` by the release (`LockProtocol.grantIn`): it need not try. */
+  readonly grant?: HandedGrant;
 }
 
 /** A refused acquisition: someone else holds it, for about `remaining` ms (-1 when unknown). */
 export interface BackendRefusal {
   readonly acquired: false;
   readonly remaining: number;
+  /** The server's clock when the caller was queued (`AcquireReply`), when the protocol reports it. */
+  readonly serverTime?: number;
 }
 
 /**

@@ -1,8 +1,9 @@
 export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
 export type { EvictionCheck } from './backends/eviction.js';
 export { type MessageListener, ReleaseListener } from './backends/release-listener.js';
-export { clockDrift, type SingleBackendOptions, singleBackend } from './backends/single.js';
+export { type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
+export { clockDrift } from './clock-drift.js';
 export { createLocker, type LockerOptions } from './create-locker.js';
 export { bounded } from './engine/deadline.js';
 export { createEngine, type EngineOptions } from './engine/engine.js';

@@ -24,7 +24,25 @@ export type AcquireReply =
       readonly acquired: false;
       /** The holder's remaining time to live in ms; -1 when the key has no TTL or it is unknown. */
       readonly remaining: number;
+      /**
+       * The server's clock in ms when the attempt queued the caller, for formats that hand the
+       * lock to a queued waiter (`grantIn`): the grant's time is read against it. Default: none.
+       */
+      readonly serverTime?: number;
     };
+
+/** A lock that a release wrote for a queued waiter, as its message reports it. */
+export interface HandedGrant {
+  /** The waiter the lock now belongs to. */
+  readonly owner: string;
+  readonly fence: number;
+  /** What release and extend must present (as `AcquireReply.token`). */
+  readonly token: string;
+  /** The lease written, in ms. */
+  readonly lease: number;
+  /** The server's clock in ms when it was written (compare with `serverTime` of a refusal). */
+  readonly at: number;
+}
 
 /** What the engine tells a protocol about the acquire call an attempt belongs to. */
 export interface AttemptContext {
@@ -43,6 +61,14 @@ export interface AttemptContext {
    * renewing, having crashed, is skipped). Default: not queued.
    */
   readonly queueLease?: number;
+  /**
+   * The lease, in ms, of a lock a release may write for this caller while it is queued (a direct
+   * grant, reported by the release message; see `LockProtocol.grantIn`), sparing it a round trip.
+   * Only for a fresh owner on one master whose grants need no replica confirmation: a backend
+   * that confirms grants, or needs a quorum of them, never passes it on. Default: not granted
+   * directly (the release names the waiter, which tries again).
+   */
+  readonly grantLease?: number;
   /** An earlier attempt of this call was refused, so it may be queued: a grant takes it out. Default: false. */
   readonly queued?: boolean;
   /**
@@ -161,4 +187,9 @@ export interface LockProtocol {
    * waiter of each process is woken).
    */
   addressee?(message: string): string | undefined;
+  /**
+   * The lock a release message reports having written for a queued waiter (registered with
+   * `AttemptContext.grantLease`). Default: none (formats that only name the next waiter).
+   */
+  grantIn?(message: string): HandedGrant | undefined;
 }

@@ -1,4 +1,5 @@
 import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js';
+import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
 import { keySlot } from '../hash-tag.js';
 import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
@@ -35,11 +36,6 @@ export interface SingleBackendOptions {
 
 /** Renewals of this many locks share one script call. */
 const RENEWAL_CHUNK = 500;
-
-/** Margin for the rate difference between the client's and the server's clocks: 1% of the ttl plus 2 ms. */
-export function clockDrift(ttl: number): number {
-  return Math.min(Math.floor(ttl * 0.01) + 2, Math.floor(ttl / 2));
-}
 
 /** A protocol run on one Redis deployment through the caller's client. */
 export function singleBackend(
@@ -89,7 +85,14 @@ export function singleBackend(
           }
         : undefined;
       const reply = await protocol
-        .acquire(redis, resource, owner, ttl, followUp ? { wait: 0, ...context, followUp } : context)
+        // A grant another client's release writes could not be confirmed by this WAIT.
+        .acquire(
+          redis,
+          resource,
+          owner,
+          ttl,
+          followUp ? { wait: 0, ...context, grantLease: undefined, followUp } : context,
+        )
         .catch((error: unknown) => {
           // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
           if (error instanceof Error && error.message.startsWith('NOREPLICAS')) {
@@ -126,10 +129,17 @@ export function singleBackend(
     },
 
     async abandon(resource, owner, context) {
+      const stamping = watch?.ready(resource);
+      if (stamping) await stamping;
       await protocol.abandon?.(redis, resource, owner, context);
     },
 
-    release: (resource, owner, token) => protocol.release(redis, resource, owner, token),
+    release(resource, owner, token) {
+      // The release may draw a fence for the next owner: from a counter stamped on this master.
+      const stamping = watch?.ready(resource);
+      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token));
+      return protocol.release(redis, resource, owner, token);
+    },
 
     async extend(resource, owner, token, ttl) {
       return extension(await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion), ttl);
@@ -196,5 +206,9 @@ function isReadonly(error: unknown): boolean {
 
 /** Whom a release message of `protocol` wakes. */
 export function releaseNotice(protocol: LockProtocol, message: string): ReleaseNotice {
-  return { all: protocol.wakesAll?.(message) ?? false, to: protocol.addressee?.(message) };
+  return {
+    all: protocol.wakesAll?.(message) ?? false,
+    to: protocol.addressee?.(message),
+    grant: protocol.grantIn?.(message),
+  };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { LockBackend } from '../backend.js';
+import { clockDrift } from '../clock-drift.js';
 import {
   AcquireTimeoutError,
   InvalidOptionError,
@@ -11,7 +12,7 @@ import {
   type LockLostReason,
   LockUnavailableError,
 } from '../errors.js';
-import type { AttemptContext, ReleaseReply } from '../protocol.js';
+import type { AttemptContext, HandedGrant, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
 import { bounded, isUnreachable, redacted, unavailable, withDeadline } from './deadline.js';
@@ -448,6 +449,15 @@ class Engine implements Locker {
     // A call that may wait is queued by formats that queue waiters, for as long as its next
     // attempt may take to come (the longest backoff plus two round trips).
     const queueLease = request.wait > 0 ? request.retry.max + 2 * this.timeout : 0;
+    // A fresh owner may be handed the lock by the release itself. A renewed lock is handed over
+    // for no longer than the registration lasts, so a waiter that crashed just before costs no
+    // more than that; the watchdog then renews it to its full lease at once.
+    const grantLease =
+      request.fresh && queueLease > 0 ? (request.renew ? Math.min(request.ttl, queueLease) : request.ttl) : 0;
+    // The last refusal that queued the call, when it was sent and the server's clock then: a
+    // handed grant's time is read against them.
+    let queuedSentAt = Number.NaN;
+    let queuedServerTime = Number.NaN;
     let channel: string | undefined;
     let attempts = 0;
     let handoff = false;
@@ -456,6 +466,18 @@ class Engine implements Locker {
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
+        const handed = waiter?.granted;
+        if (handed && waiter) {
+          waiter.granted = undefined;
+          waiter.notified = false;
+          const validity = handedValidity(handed, queuedServerTime);
+          // A grant read too late to trust goes the usual way: the next attempt finds it, as it stands.
+          if (this.clock() < queuedSentAt + validity) {
+            call.acquired = true;
+            const reply = { fence: handed.fence, holds: 1, token: handed.token, validity };
+            return this.grant(request, reply, queuedSentAt, started, attempts, true);
+          }
+        }
         attempts += 1;
         if (waiter) {
           handoff = waiter.notified;
@@ -472,6 +494,7 @@ class Engine implements Locker {
               queueLease,
               queued: attempts > 1 && queueLease > 0,
               attempt: this.attemptId(),
+              grantLease,
             },
             call,
           );
@@ -495,6 +518,10 @@ class Engine implements Locker {
           remaining = -1;
         } else {
           remaining = attempt.remaining;
+          if (attempt.serverTime !== undefined) {
+            queuedSentAt = sentAt;
+            queuedServerTime = attempt.serverTime;
+          }
         }
         const waited = this.clock() - started;
         if (request.wait === 0) throw new LockBusyError(request.key, remaining);
@@ -502,7 +529,7 @@ class Engine implements Locker {
           if (unreachable) throw unreachable;
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
         }
-        waiter ??= { owner: request.owner, notified: false, wake: undefined };
+        waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
         if (channel === undefined && unreachable === undefined) {
           const joined = await this.join(request, waiter, signal, request.wait - waited);
           if (joined) {
@@ -677,6 +704,17 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
+
+/**
+ * How long a handed grant is certainly held, in ms from the send time of the refusal that
+ * queued the call (NaN without one). The server wrote it `at - queuedServerTime` ms after it
+ * answered that refusal, which the client sent earlier still; the 1 ms covers both server times
+ * being cut to whole ms, and the drift margin covers the whole span.
+ */
+function handedValidity(handed: HandedGrant, queuedServerTime: number): number {
+  const span = handed.at - queuedServerTime + handed.lease;
+  return span - clockDrift(span) - 1;
+}
 
 /** The payload of each per-hold event. */
 interface HoldEvents {

@@ -1,4 +1,5 @@
 import type { LockBackend, ReleaseNotice } from '../backend.js';
+import type { HandedGrant } from '../protocol.js';
 
 /** One acquire call waiting for a key. */
 export interface Waiter {
@@ -6,6 +7,8 @@ export interface Waiter {
   readonly owner: string;
   /** A release arrived that this waiter has not yet tried to act on. */
   notified: boolean;
+  /** The lock a release wrote for this waiter (a direct grant), not yet taken. */
+  granted: HandedGrant | undefined;
   /** Set while the waiter sleeps: ends the sleep early. */
   wake: (() => void) | undefined;
 }
@@ -82,6 +85,7 @@ export class WaitQueues {
     for (const waiter of queue.waiters) {
       if (notice.to !== undefined && waiter.owner !== notice.to) continue;
       waiter.notified = true;
+      if (notice.grant) waiter.granted = notice.grant;
       waiter.wake?.();
       if (!notice.all) return;
     }

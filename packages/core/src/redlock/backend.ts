@@ -57,7 +57,8 @@ export function backendOn(context: QuorumContext): QuorumBackend {
 
     acquire(resource, owner, ttl, attempt) {
       protocol.validate(resource, false);
-      return acquireOnQuorum(context, resource, owner, ttl, attempt);
+      // A grant one master's release writes is not a quorum: waiters here are only ever named.
+      return acquireOnQuorum(context, resource, owner, ttl, attempt && { ...attempt, grantLease: undefined });
     },
 
     async abandon(resource, owner, attempt) {

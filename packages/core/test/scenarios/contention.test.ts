@@ -22,7 +22,6 @@ async function contend(workers: number, iterations: number, locked: boolean) {
   await using witnessServer = await startRedis();
   const dir = mkdtempSync(join(tmpdir(), 's1-'));
   const key = 's1:counter';
-  const started = performance.now();
   const processes = Array.from({ length: workers }, (_, id) =>
     startScript(new URL('./support/contender.ts', import.meta.url), {
       url: server.url,
@@ -34,6 +33,9 @@ async function contend(workers: number, iterations: number, locked: boolean) {
       locked,
     }),
   );
+  await Promise.all(processes.map((child) => child.line((line) => line === 'ready')));
+  const started = performance.now();
+  for (const child of processes) child.send('go');
   const latencies = await Promise.all(processes.map((child) => child.line((line) => line.startsWith('{'))));
   const elapsed = performance.now() - started;
   await Promise.all(processes.map((child) => child.stop()));

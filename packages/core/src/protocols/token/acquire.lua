@@ -9,7 +9,8 @@
             nextFence comes from next-fence.lua, prefixed to this script)
     KEYS[3] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms)
-    KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting
+    KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting,
+            and NUL + owner -> the lease of a direct grant (ARGV[7])
     ARGV[1] owner
     ARGV[2] ttl in ms
     ARGV[3] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
@@ -20,22 +21,26 @@
             takes it out of the queue
     ARGV[6] attempt id: a copy of an attempt already applied (resent by the client after a
             reconnect) is answered as it stands, not counted again
+    ARGV[7] lease in ms of a direct grant by a release (see hand-on.lua), registered with the
+            owner when it is queued; 0 for none (the release then only names it)
 
   Output:
     { 1, fence, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
                                pttl is the lock's TTL now (a re-entry never shortens it)
-    { 0, pttl }                held by another owner; pttl = its remaining ms (-1 if it has no TTL)
+    { 0, pttl, now }           held by another owner; pttl = its remaining ms (-1 if it has no TTL);
+                               now = the server's time in ms when the owner was queued (absent
+                               when it was not), against which a direct grant's time is read
 ]]
 local rcall = redis.call
 local lock, counter, oldCounter, queue, registrations = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, ttl, fresh = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local lease, queued, attempt = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6]
+local lease, queued, attempt, grantLease = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], ARGV[7]
 local attemptField = '\0' .. owner
 
 local function dequeue()
   if queued then
     rcall('zrem', queue, owner)
-    rcall('hdel', registrations, owner)
+    rcall('hdel', registrations, owner, '\0' .. owner)
   end
 end
 
@@ -71,17 +76,23 @@ if held then
 end
 
 -- Refused: a caller that will wait joins the queue (first registration fixes its place), so the
--- release can name the next owner and wake that one waiter, in whichever process it waits.
+-- release can hand the lock to that one waiter, or name it, in whichever process it waits.
 if lease > 0 then
   local time = rcall('time')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   rcall('zadd', queue, 'NX', now, owner)
-  rcall('hset', registrations, owner, now + lease)
+  if grantLease ~= '0' then
+    rcall('hset', registrations, owner, now + lease, '\0' .. owner, grantLease)
+  else
+    rcall('hset', registrations, owner, now + lease)
+    rcall('hdel', registrations, '\0' .. owner)
+  end
   for _, key in ipairs({ queue, registrations }) do
     if rcall('pttl', key) < lease then
       rcall('pexpire', key, lease)
     end
   end
+  return { 0, rcall('pttl', lock), now }
 end
 
 return { 0, rcall('pttl', lock) }

@@ -2,23 +2,26 @@ import { InvalidKeyError } from '../../errors.js';
 import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
-import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import type { HandedGrant, Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import abandonLua from './abandon.lua';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
+import handOnLua from './hand-on.lua';
 import inspectLua from './inspect.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(nextFenceLua + acquireLua);
-const abandonScript = new LuaScript(abandonLua);
+const abandonScript = new LuaScript(nextFenceLua + handOnLua + abandonLua);
+const releaseScript = new LuaScript(nextFenceLua + handOnLua + releaseLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
 const ADDRESSED = 'released:';
-const releaseScript = new LuaScript(releaseLua);
+/** A release message reporting a lock written for the next queued owner: `granted:<fence>:<lease>:<server ms>:<owner>`. */
+const GRANTED = 'granted:';
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
 const raiseFenceScript = new LuaScript(raiseFenceLua);
@@ -31,8 +34,7 @@ interface TokenKeys {
   readonly channel: string;
   readonly queue: string;
   readonly registrations: string;
-  readonly releaseKeys: readonly string[];
-  /** The acquire script's keys, per topology (the fence counter differs on a cluster). */
+  /** The keys of the acquire, release and abandon scripts, per topology (the fence counter differs on a cluster). */
   acquireKeys: readonly string[] | undefined;
   clusterAcquireKeys: readonly string[] | undefined;
 }
@@ -60,14 +62,13 @@ function keysOf(resource: string): TokenKeys {
     channel: `${lock}:released`,
     queue,
     registrations,
-    releaseKeys: [lock, queue, registrations],
     acquireKeys: undefined,
     clusterAcquireKeys: undefined,
   };
   return lastKeys;
 }
 
-function acquireKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
+function scriptKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
   const made = cluster ? keys.clusterAcquireKeys : keys.acquireKeys;
   if (made) return made;
   const list = [
@@ -87,8 +88,9 @@ function acquireKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
  * TTL, a fence counter shared by the locks of a namespace (see `fenceCounter`) bumped by every
  * first acquisition, and a release message on `{<key>}:released`. The owner is the token, so
  * release and extend are compare-and-act. Callers that wait are queued in `{<key>}:queue` (by
- * arrival) with a registration lease in `{<key>}:waiters`; a release names the first live one,
- * so exactly one waiter is woken, in whichever process it waits.
+ * arrival) with a registration lease in `{<key>}:waiters`; a release hands the lock to the first
+ * live one (a grant its message carries) or names it, so exactly one waiter is woken, in
+ * whichever process it waits.
  */
 export function tokenProtocol(): LockProtocol {
   return {
@@ -107,13 +109,13 @@ export function tokenProtocol(): LockProtocol {
     },
 
     fenceCounter(resource, cluster) {
-      return acquireKeysOf(keysOf(resource), cluster)[1]!;
+      return scriptKeysOf(keysOf(resource), cluster)[1]!;
     },
 
     async acquire(redis, resource, owner, ttl, context) {
       const reply = (await acquireScript.run(
         redis,
-        acquireKeysOf(keysOf(resource), isCluster(redis)),
+        scriptKeysOf(keysOf(resource), isCluster(redis)),
         [
           owner,
           ttl,
@@ -121,18 +123,19 @@ export function tokenProtocol(): LockProtocol {
           context?.queueLease ?? 0,
           context?.queued ? '1' : '0',
           context?.attempt ?? '',
+          (context?.fresh && context.grantLease) || 0,
         ],
         context?.followUp,
       )) as number[];
       if (reply[0] === 1) {
         return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner, ttl: reply[3]! };
       }
-      return { acquired: false, remaining: reply[1]! };
+      return { acquired: false, remaining: reply[1]!, serverTime: reply[2] };
     },
 
     async release(redis, resource, owner) {
       const keys = keysOf(resource);
-      const left = (await releaseScript.run(redis, keys.releaseKeys, [
+      const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
         owner,
         publishCommand(redis),
         keys.channel,
@@ -140,14 +143,22 @@ export function tokenProtocol(): LockProtocol {
       return releaseReply(left);
     },
 
-    async abandon(redis, resource, owner) {
+    async abandon(redis, resource, owner, context) {
       const keys = keysOf(resource);
-      await abandonScript.run(redis, [keys.queue, keys.registrations], [owner]);
+      await abandonScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
+        owner,
+        context?.fresh ? '1' : '0',
+        publishCommand(redis),
+        keys.channel,
+      ]);
     },
 
     addressee(message) {
-      return message.startsWith(ADDRESSED) ? message.slice(ADDRESSED.length) : undefined;
+      if (message.startsWith(ADDRESSED)) return message.slice(ADDRESSED.length);
+      return grantIn(message)?.owner;
     },
+
+    grantIn,
 
     extend: extendOne(extendAll),
 
@@ -174,6 +185,14 @@ export function tokenProtocol(): LockProtocol {
       };
     },
   };
+}
+
+function grantIn(message: string): HandedGrant | undefined {
+  if (!message.startsWith(GRANTED)) return undefined;
+  const [fence, lease, at] = message.slice(GRANTED.length).split(':', 3);
+  // The owner is the rest, colons and all.
+  const owner = message.slice(GRANTED.length + fence!.length + lease!.length + at!.length + 3);
+  return { owner, token: owner, fence: Number(fence), lease: Number(lease), at: Number(at) };
 }
 
 /** Renews every item in one script; the caller groups items so that they share one slot on a cluster. */

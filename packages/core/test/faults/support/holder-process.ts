@@ -1,14 +1,14 @@
 /**
  * A lock holder in its own process, so that a test can stop its event loop or kill it without
- * stopping the test's. argv[2] is JSON `{ url, key, ttl, wait }`: the locker's ttl (renewed by
- * the watchdog) and how long to wait for the key. It prints `ready` before acquiring, then one
+ * stopping the test's. argv[2] is JSON `{ url, key, ttl, wait, retry? }`: the locker's ttl
+ * (renewed by the watchdog), how long to wait for the key and the locker's backoff. It prints `ready` before acquiring, then one
  * JSON line `{ owner, fence, at }` once it holds the key (`at`: `process.hrtime.bigint()`, the
  * host's monotonic clock, shared by every process), and releases when its stdin ends. Each
  * stdin line `write <key> <value>` makes a fenced write with its fence, without checking that
  * it still holds the lock (what a paused holder does when it wakes), and prints `wrote <bool>`.
  */
 import { createInterface } from 'node:readline';
-import { createLocker, fencedSet } from '@lock/core';
+import { createLocker, fencedSet, type RetryOptions } from '@lock/core';
 import { Redis } from 'ioredis';
 
 interface Plan {
@@ -16,11 +16,12 @@ interface Plan {
   key: string;
   ttl: number;
   wait: number;
+  retry?: RetryOptions;
 }
 
 const plan = JSON.parse(process.argv[2]!) as Plan;
 const redis = new Redis(plan.url);
-const locker = createLocker({ redis, ttl: plan.ttl });
+const locker = createLocker({ redis, ttl: plan.ttl, retry: plan.retry });
 process.stdout.write('ready\n');
 const lock = await locker.acquire(plan.key, { wait: plan.wait });
 const at = String(process.hrtime.bigint());

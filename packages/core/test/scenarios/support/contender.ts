@@ -3,8 +3,12 @@
  * locked }`. Each iteration takes the lock (unless `locked` is false: the broken variant, which
  * records the same events without locking), does a read-modify-write of the witness counter
  * with a random 0–2 ms pause in between, and releases. Events go to the JSONL file `history`;
- * acquire and release latencies (ms) are printed as one JSON line at the end.
+ * acquire and release latencies (ms) are printed as one JSON line at the end. It prints `ready`
+ * and starts on the first stdin line, so that every contender runs at once (processes take
+ * longer to start than a short run lasts).
  */
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { createLocker } from '@lock/core';
 import { HistoryRecorder } from '@lock/testing';
 import { Redis } from 'ioredis';
@@ -27,6 +31,8 @@ const recorder = new HistoryRecorder(plan.id, { file: plan.history });
 const acquireMs: number[] = [];
 const releaseMs: number[] = [];
 const pause = () => new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+process.stdout.write('ready\n');
+await once(createInterface({ input: process.stdin }), 'line');
 
 for (let i = 0; i < plan.iterations; i++) {
   const started = performance.now();
