@@ -167,7 +167,7 @@ class Engine implements Locker {
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
-    this.queues = new WaitQueues(backend);
+    this.queues = new WaitQueues(backend, this.clock);
     // Every waiter listens on it while it sleeps (and stops when it wakes): many waiters are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
@@ -256,6 +256,7 @@ class Engine implements Locker {
     this.closing.abort(new LockerClosedError());
     this.watchdog.stop();
     this.unwatchMaster();
+    this.queues.close();
     const held = [...this.holds.values()];
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
@@ -531,10 +532,10 @@ class Engine implements Locker {
         }
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
         if (channel === undefined && unreachable === undefined) {
-          const joined = await this.join(request, waiter, signal, request.wait - waited);
+          const joined = await this.join(request, waiter, signal, request.wait - waited, sentAt);
           if (joined) {
             channel = joined.channel;
-            if (joined.subscribed) continue;
+            if (joined.missed) continue;
           }
         }
         if (waiter.notified) continue;
@@ -588,9 +589,10 @@ class Engine implements Locker {
     waiter: Waiter,
     signal: AbortSignal,
     left: number,
-  ): Promise<{ channel: string; subscribed: boolean } | undefined> {
-    const joining = this.queues.join(request.resource, request.owner, waiter);
-    let joined: { channel: string; subscribed: boolean } | undefined;
+    sentAt: number,
+  ): Promise<{ channel: string; missed: boolean } | undefined> {
+    const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
+    let joined: { channel: string; missed: boolean } | undefined;
     try {
       joined = await withDeadline(joining, Math.max(1, Math.min(left, this.timeout)), (late) => {
         if (late.status === 'fulfilled') this.queues.leave(late.value.channel, waiter);

@@ -16,11 +16,20 @@ export interface Waiter {
 /** A notice for the first waiter, whoever it is. */
 const FIRST: ReleaseNotice = { all: false, to: undefined };
 
+/** How long a key's queue stays subscribed after its last waiter left: contention comes in bursts. */
+const LINGER_MS = 5_000;
+
 interface Queue {
   readonly waiters: Set<Waiter>;
   /** Resolves once the release subscription is active (or failed: then waiters only poll). */
   ready: Promise<void>;
+  /** Whether the subscription is active: a message sent from then on reaches `notify`. */
+  active: boolean;
   unlisten: (() => void) | undefined;
+  /** When the last release message arrived (clock ms), for a waiter joining after its attempt was sent. */
+  lastMessageAt: number;
+  /** Set while the queue has no waiters: ends its subscription. */
+  linger: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -32,28 +41,42 @@ interface Queue {
 export class WaitQueues {
   private readonly queues = new Map<string, Queue>();
 
-  constructor(private readonly backend: LockBackend) {}
+  constructor(
+    private readonly backend: LockBackend,
+    private readonly clock: () => number,
+  ) {}
 
   /**
-   * Adds a waiter for `resource`; resolves once release messages can reach it, with the queue's
-   * channel and whether this call started the subscription (a release may then have slipped
-   * through unseen, so the caller should try again at once). Queues are kept per release
-   * channel: formats that address one waiter (fair locks) get a queue per waiter.
+   * Adds a waiter for `resource` whose refused attempt was sent at `sentAt`; resolves once
+   * release messages can reach it, with the queue's channel and whether a release may have
+   * slipped through unseen since that attempt (the subscription is new, or a message came in
+   * meanwhile, perhaps naming this waiter before it was here to hear it): the caller should then
+   * try again at once. Queues are kept per release channel: formats that address one waiter
+   * (fair locks) get a queue per waiter.
    */
   async join(
     resource: string,
     owner: string,
     waiter: Waiter,
-  ): Promise<{ channel: string; subscribed: boolean }> {
+    sentAt: number,
+  ): Promise<{ channel: string; missed: boolean }> {
     const channel = this.backend.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
-    const subscribed = !queue;
+    const activeBefore = queue?.active === true;
     if (!queue) {
-      const created: Queue = { waiters: new Set(), ready: Promise.resolve(), unlisten: undefined };
+      const created: Queue = {
+        waiters: new Set(),
+        ready: Promise.resolve(),
+        active: false,
+        unlisten: undefined,
+        lastMessageAt: Number.NEGATIVE_INFINITY,
+        linger: undefined,
+      };
       created.ready = this.backend
         .listen(resource, owner, (notice) => this.notify(created, notice))
         .then(
           (unlisten) => {
+            created.active = true;
             if (this.queues.get(channel) === created) created.unlisten = unlisten;
             else unlisten();
           },
@@ -62,9 +85,11 @@ export class WaitQueues {
       this.queues.set(channel, created);
       queue = created;
     }
+    clearTimeout(queue.linger);
+    queue.linger = undefined;
     queue.waiters.add(waiter);
     await queue.ready;
-    return { channel, subscribed };
+    return { channel, missed: !activeBefore || queue.lastMessageAt >= sentAt };
   }
 
   /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */
@@ -72,9 +97,22 @@ export class WaitQueues {
     const queue = this.queues.get(channel);
     if (!queue?.waiters.delete(waiter)) return;
     if (waiter.notified) this.notify(queue, FIRST);
-    if (queue.waiters.size > 0) return;
-    this.queues.delete(channel);
-    queue.unlisten?.();
+    if (queue.waiters.size > 0 || queue.linger) return;
+    queue.linger = setTimeout(() => {
+      if (queue.waiters.size > 0 || this.queues.get(channel) !== queue) return;
+      this.queues.delete(channel);
+      queue.unlisten?.();
+    }, LINGER_MS);
+    queue.linger.unref();
+  }
+
+  /** Ends every subscription (the locker is closing). */
+  close(): void {
+    for (const queue of this.queues.values()) {
+      clearTimeout(queue.linger);
+      queue.unlisten?.();
+    }
+    this.queues.clear();
   }
 
   /**
@@ -82,6 +120,7 @@ export class WaitQueues {
    * this process), or else the first.
    */
   private notify(queue: Queue, notice: ReleaseNotice): void {
+    queue.lastMessageAt = this.clock();
     for (const waiter of queue.waiters) {
       if (notice.to !== undefined && waiter.owner !== notice.to) continue;
       waiter.notified = true;

@@ -82,6 +82,39 @@ describe('the token protocol’s waiter queue', () => {
     }
   });
 
+  it('a waiter joining a live subscription that no release reached since its attempt does not try again', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const holder = createLocker({ redis });
+    const locker = createLocker({ redis, retry: SLOW_POLL });
+    const attempts: number[] = [];
+    const onAcquire = (message: unknown) => {
+      const event = message as { key: string; owner: string; attempts: number };
+      if (event.key === 'burst' && !event.owner.startsWith(holder.id)) attempts.push(event.attempts);
+    };
+    subscribe('lock:acquire', onAcquire);
+    try {
+      const takeTurns = async (count: number) => {
+        const first = await holder.acquire('burst', { ttl: 30_000 });
+        const waiting: Promise<Lock>[] = [];
+        for (let i = 0; i < count; i++) {
+          waiting.push(locker.acquire('burst', { ttl: 30_000, wait: 20_000 }));
+          await untilRegistered(server, 'burst', i + 1);
+          await subscribers(redis, '{lock:burst}:released', 1);
+        }
+        await first.release();
+        for (const lock of waiting) await (await lock).release();
+      };
+      await takeTurns(3);
+      // The queue outlives its last waiter for a while: the next burst finds it subscribed.
+      await takeTurns(1);
+      expect(attempts).toEqual([2, 1, 1, 1]);
+    } finally {
+      unsubscribe('lock:acquire', onAcquire);
+      await Promise.all([holder.close(), locker.close()]);
+    }
+  });
+
   it('a release with nobody queued publishes nothing; one with a waiter queued hands it the lock', async () => {
     await using server = await startRedis();
     const redis = server.client();
