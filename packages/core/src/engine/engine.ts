@@ -540,8 +540,11 @@ class Engine implements Locker {
         }
         if (waiter.notified) continue;
         const untilExpiry = remaining > 0 ? remaining + 1 : Number.POSITIVE_INFINITY;
+        // A waiter the server queued is handed the lock or named by the release, so it polls
+        // only to renew its registration (and to bound a lost message): at the longest backoff.
+        const step = queuedSentAt === sentAt ? request.retry.max : backoff(attempts - 2, request.retry);
         const delay = Math.min(
-          backoff(attempts - 2, request.retry),
+          step,
           request.wait - (this.clock() - started),
           untilExpiry,
         );
