@@ -4,9 +4,8 @@ import { startCluster, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startHolder } from '../faults/support/processes.js';
+import { queueCrashedWaiter, registrations, SLOW_POLL, until, untilQueued } from '../support/waiter-queue.js';
 
-/** Polls once a minute: within a test, only a release can hand a waiter the lock. */
-const SLOW_POLL = { base: 60_000, max: 60_000, jitter: 0 };
 const LOCK = '{lock:handed}';
 
 /** A refused attempt that queues `owner` as a fresh waiter, registering a direct grant of `grantLease` ms (0: none). */
@@ -25,19 +24,6 @@ async function listen(redis: Redis, channel: string): Promise<string[]> {
   redis.on('message', (_channel: string, message: string) => messages.push(message));
   await redis.subscribe(channel);
   return messages;
-}
-
-async function until(check: () => Promise<boolean>, what: string) {
-  const end = performance.now() + 10_000;
-  while (!(await check())) {
-    if (performance.now() > end) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** The owners queued on `{lock:<key>}` (the registrations' owner fields, not their grant terms). */
-async function queuedOwners(redis: Redis, key: string): Promise<string[]> {
-  return Object.keys(await redis.hgetall(`{lock:${key}}:waiters`)).filter((field) => !field.startsWith('\0'));
 }
 
 describe('the token protocol’s direct hand-off', () => {
@@ -105,10 +91,7 @@ describe('the token protocol’s direct hand-off', () => {
     try {
       const first = await holder.acquire('sharded', { ttl: 30_000 });
       const waiting = waiter.acquire('sharded', { ttl: 30_000, wait: 20_000 });
-      await until(
-        async () => (await queuedOwners(redis as unknown as Redis, 'sharded')).length === 1,
-        'the waiter queued',
-      );
+      await untilQueued(redis as unknown as Redis, 'sharded', 1);
       await until(
         async () =>
           Number(
@@ -142,7 +125,7 @@ describe('the token protocol’s direct hand-off', () => {
     const waiter = createLocker({ redis, retry: { base: 1_000, max: 1_000, jitter: 0 } });
     const first = await holder.acquire('renewed');
     const waiting = waiter.acquire('renewed', { wait: 20_000 });
-    await until(async () => (await queuedOwners(redis, 'renewed')).length === 1, 'the waiter queued');
+    await untilQueued(redis, 'renewed', 1);
     await first.release();
     const next = await waiting;
     await until(async () => messages.length === 1, 'the grant message');
@@ -196,16 +179,15 @@ describe('the token protocol’s direct hand-off', () => {
     const redis = server.client();
     const holder = createLocker({ redis });
     const first = await holder.acquire('crashed', { ttl: 30_000 });
-    const crashed = startHolder({ url: server.url, key: 'crashed', ttl: 30_000, wait: 30_000 });
+    const { owner: dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
     try {
-      await crashed.line((line) => line === 'ready');
-      await until(async () => (await queuedOwners(redis, 'crashed')).length === 1, 'the waiter queued');
-      const [dead] = await queuedOwners(redis, 'crashed');
-      crashed.child.kill('SIGKILL');
+      expect((await registrations(redis, 'crashed'))[dead]).toBeGreaterThan(
+        Number((await redis.time())[0]) * 1_000,
+      );
       await first.release();
       // Its registration is still live, so the release handed it the lock: for the registration's
       // lease (the longest backoff plus two command timeouts, 2 s), not for the 30 s ttl.
-      expect(await redis.hget('{lock:crashed}', dead!)).toBe('1');
+      expect(await redis.hget('{lock:crashed}', dead)).toBe('1');
       expect(await redis.pttl('{lock:crashed}')).toBeLessThanOrEqual(2_000);
       const survivor = await holder.acquire('crashed', { ttl: 30_000, wait: 10_000 });
       expect(survivor.fence).toBe(first.fence + 2);

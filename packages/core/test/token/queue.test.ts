@@ -2,39 +2,14 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, type Locker } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
-import { startHolder } from '../faults/support/processes.js';
-
-/** Polls once a minute: within a test, only a release message can wake its waiters. */
-const SLOW_POLL = { base: 60_000, max: 60_000, jitter: 0 };
-
-async function registrations(
-  redis: ReturnType<Awaited<ReturnType<typeof startRedis>>['client']>,
-  key: string,
-) {
-  return redis.hgetall(`{lock:${key}}:waiters`);
-}
-
-async function untilRegistered(server: Awaited<ReturnType<typeof startRedis>>, key: string, count: number) {
-  const redis = server.client();
-  const end = performance.now() + 5_000;
-  while (Object.keys(await registrations(redis, key)).length < count) {
-    if (performance.now() > end) throw new Error(`${count} waiters never queued on ${key}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** Resolves once `count` connections subscribe to `channel`. */
-async function subscribers(
-  redis: ReturnType<Awaited<ReturnType<typeof startRedis>>['client']>,
-  channel: string,
-  count: number,
-) {
-  const end = performance.now() + 5_000;
-  while (Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]) < count) {
-    if (performance.now() > end) throw new Error(`${count} subscribers never listened on ${channel}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+import {
+  queueCrashedWaiter,
+  registrations,
+  SLOW_POLL,
+  until,
+  untilQueued,
+  untilSubscribed,
+} from '../support/waiter-queue.js';
 
 describe('the token protocol’s waiter queue', () => {
   it('a release wakes exactly one waiter across lockers, in arrival order, each on its first wake-up', async () => {
@@ -61,11 +36,11 @@ describe('the token protocol’s waiter queue', () => {
             return lock;
           }),
         );
-        await untilRegistered(server, 'queued', index + 1);
+        await untilQueued(redis, 'queued', index + 1);
       }
       // Every locker subscribed: each waiter's retry right after subscribing has been sent, on
       // the same connection as the release below, so none of them can race it.
-      await subscribers(redis, '{lock:queued}:released', lockers.length);
+      await untilSubscribed(redis, '{lock:queued}:released', lockers.length);
       await first.release();
       for (let turn = 0; turn < lockers.length; turn++) {
         const lock = await Promise.race(waiting.filter((_, i) => !order.slice(0, turn).includes(i)));
@@ -98,8 +73,8 @@ describe('the token protocol’s waiter queue', () => {
         const waiting: Promise<Lock>[] = [];
         for (let i = 0; i < count; i++) {
           waiting.push(locker.acquire('burst', { ttl: 30_000, wait: 20_000 }));
-          await untilRegistered(server, 'burst', i + 1);
-          await subscribers(redis, '{lock:burst}:released', 1);
+          await untilQueued(redis, 'burst', i + 1);
+          await untilSubscribed(redis, '{lock:burst}:released', 1);
         }
         await first.release();
         for (const lock of waiting) await (await lock).release();
@@ -127,9 +102,10 @@ describe('the token protocol’s waiter queue', () => {
     for (let i = 0; i < 3; i++) await (await holder.acquire('quiet', { ttl: 30_000 })).release();
     const first = await holder.acquire('quiet', { ttl: 30_000 });
     const waiting = waiter.acquire('quiet', { ttl: 30_000, wait: 20_000 });
-    await untilRegistered(server, 'quiet', 1);
+    await untilQueued(redis, 'quiet', 1);
     await first.release();
     const next = await waiting;
+    await until(async () => messages.length > 0, 'the grant message');
     // Messages of one connection arrive in order: had an unqueued release published, it would come first.
     expect(messages).toEqual([
       expect.stringMatching(new RegExp(`^granted:${next.fence}:30000:\\d+:${next.owner}$`)),
@@ -148,7 +124,7 @@ describe('the token protocol’s waiter queue', () => {
       .acquire('left', { wait: 10_000, signal: controller.signal })
       .catch((e: unknown) => e);
     const timedOut = locker.acquire('left', { wait: 300 }).catch((e: unknown) => e);
-    await untilRegistered(server, 'left', 2);
+    await untilQueued(redis, 'left', 2);
     controller.abort();
     expect((await aborted) as Error).toHaveProperty('name', 'AbortError');
     expect((await timedOut) as Error).toHaveProperty('code', 'ERR_LOCK_ACQUIRE_TIMEOUT');
@@ -163,26 +139,21 @@ describe('the token protocol’s waiter queue', () => {
     const redis = server.client();
     const holder = createLocker({ redis });
     const first = await holder.acquire('crashed', { ttl: 30_000 });
-    const crashed = startHolder({ url: server.url, key: 'crashed', ttl: 30_000, wait: 30_000 });
+    const { owner: dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
     try {
-      await crashed.line((line) => line === 'ready');
-      await untilRegistered(server, 'crashed', 1);
-      crashed.child.kill('SIGKILL');
       const survivor = createLocker({ redis, retry: SLOW_POLL });
       const waiting = survivor.acquire('crashed', { ttl: 5_000, wait: 20_000 });
-      await untilRegistered(server, 'crashed', 2);
-      // The crashed waiter came first; the release may name it only while its lease lasts.
-      const [dead] = Object.values(await registrations(redis, 'crashed'))
-        .map(Number)
-        .sort();
+      await untilQueued(redis, 'crashed', 2);
+      // The crashed waiter came first; the release may pick it only while its lease lasts.
+      const lapses = (await registrations(redis, 'crashed'))[dead]!;
       for (;;) {
         const [seconds, micros] = (await redis.time()).map(Number) as [number, number];
-        if (Number(seconds) * 1_000 + Number(micros) / 1_000 > dead!) break;
+        if (seconds * 1_000 + micros / 1_000 > lapses) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       await first.release();
       const next = await waiting;
-      expect(next.fence).toBeGreaterThan(first.fence);
+      expect(next.fence).toBe(first.fence + 1);
       await next.release();
       await survivor.close();
     } finally {

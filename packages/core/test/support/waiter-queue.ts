@@ -1,0 +1,56 @@
+import type { Redis } from 'ioredis';
+import { startHolder } from '../faults/support/processes.js';
+
+/** Polls once a minute: within a test, only a release message can wake its waiters. */
+export const SLOW_POLL = { base: 60_000, max: 60_000, jitter: 0 };
+
+/**
+ * The registrations of the owners queued on the token lock `lock:<key>`: owner → server ms until
+ * which it counts as waiting (the NUL-prefixed fields, grant terms, left out).
+ */
+export async function registrations(redis: Redis, key: string): Promise<Record<string, number>> {
+  const fields = await redis.hgetall(`{lock:${key}}:waiters`);
+  return Object.fromEntries(
+    Object.entries(fields)
+      .filter(([field]) => !field.startsWith('\0'))
+      .map(([owner, until]) => [owner, Number(until)]),
+  );
+}
+
+/** Polls `check` every 5 ms until it holds, failing after 10 s with `what`. */
+export async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const end = performance.now() + 10_000;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Resolves once `count` owners are queued on `lock:<key>`. */
+export function untilQueued(redis: Redis, key: string, count: number): Promise<void> {
+  return until(
+    async () => Object.keys(await registrations(redis, key)).length >= count,
+    `${count} waiters queued on ${key}`,
+  );
+}
+
+/** Resolves once `count` connections subscribe to `channel`. */
+export function untilSubscribed(redis: Redis, channel: string, count: number): Promise<void> {
+  return until(
+    async () => Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]) >= count,
+    `${count} subscribers on ${channel}`,
+  );
+}
+
+/**
+ * A waiter process for `lock:<key>` (a renewing locker with a 30 s ttl), queued behind a holder,
+ * then killed: answers its owner and the process (kill it again in a `finally`).
+ */
+export async function queueCrashedWaiter(redis: Redis, url: string, key: string) {
+  const crashed = startHolder({ url, key, ttl: 30_000, wait: 30_000 });
+  await crashed.line((line) => line === 'ready');
+  await untilQueued(redis, key, 1);
+  const [owner] = Object.keys(await registrations(redis, key));
+  crashed.child.kill('SIGKILL');
+  return { owner: owner!, crashed };
+}
