@@ -543,11 +543,7 @@ class Engine implements Locker {
         // A waiter the server queued is handed the lock or named by the release, so it polls
         // only to renew its registration (and to bound a lost message): at the longest backoff.
         const step = queuedSentAt === sentAt ? request.retry.max : backoff(attempts - 2, request.retry);
-        const delay = Math.min(
-          step,
-          request.wait - (this.clock() - started),
-          untilExpiry,
-        );
+        const delay = Math.min(step, request.wait - (this.clock() - started), untilExpiry);
         const sleeping = waiter;
         await pause(Math.max(0, Math.ceil(delay)), signal, (wake) => {
           sleeping.wake = wake;

@@ -25,6 +25,8 @@ interface Queue {
   ready: Promise<void>;
   /** Whether the subscription is active: a message sent from then on reaches `notify`. */
   active: boolean;
+  /** The subscription failed: its waiters poll, and the next waiter to join subscribes anew. */
+  failed: boolean;
   unlisten: (() => void) | undefined;
   /** When the last release message arrived (clock ms), for a waiter joining after its attempt was sent. */
   lastMessageAt: number;
@@ -63,11 +65,12 @@ export class WaitQueues {
     const channel = this.backend.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
     const activeBefore = queue?.active === true;
-    if (!queue) {
+    if (!queue || queue.failed) {
       const created: Queue = {
         waiters: new Set(),
         ready: Promise.resolve(),
         active: false,
+        failed: false,
         unlisten: undefined,
         lastMessageAt: Number.NEGATIVE_INFINITY,
         linger: undefined,
@@ -80,7 +83,9 @@ export class WaitQueues {
             if (this.queues.get(channel) === created) created.unlisten = unlisten;
             else unlisten();
           },
-          () => {},
+          () => {
+            created.failed = true;
+          },
         );
       this.queues.set(channel, created);
       queue = created;

@@ -35,8 +35,8 @@ interface TokenKeys {
   readonly queue: string;
   readonly registrations: string;
   /** The keys of the acquire, release and abandon scripts, per topology (the fence counter differs on a cluster). */
-  acquireKeys: readonly string[] | undefined;
-  clusterAcquireKeys: readonly string[] | undefined;
+  scriptKeys: readonly string[] | undefined;
+  clusterScriptKeys: readonly string[] | undefined;
 }
 
 /**
@@ -62,14 +62,14 @@ function keysOf(resource: string): TokenKeys {
     channel: `${lock}:released`,
     queue,
     registrations,
-    acquireKeys: undefined,
-    clusterAcquireKeys: undefined,
+    scriptKeys: undefined,
+    clusterScriptKeys: undefined,
   };
   return lastKeys;
 }
 
 function scriptKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
-  const made = cluster ? keys.clusterAcquireKeys : keys.acquireKeys;
+  const made = cluster ? keys.clusterScriptKeys : keys.scriptKeys;
   if (made) return made;
   const list = [
     keys.lock,
@@ -78,8 +78,8 @@ function scriptKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
     keys.queue,
     keys.registrations,
   ];
-  if (cluster) keys.clusterAcquireKeys = list;
-  else keys.acquireKeys = list;
+  if (cluster) keys.clusterScriptKeys = list;
+  else keys.scriptKeys = list;
   return list;
 }
 
