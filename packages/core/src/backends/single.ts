@@ -206,9 +206,10 @@ function isReadonly(error: unknown): boolean {
 
 /** Whom a release message of `protocol` wakes. */
 export function releaseNotice(protocol: LockProtocol, message: string): ReleaseNotice {
+  const grant = protocol.grantIn?.(message);
   return {
     all: protocol.wakesAll?.(message) ?? false,
-    to: protocol.addressee?.(message),
-    grant: protocol.grantIn?.(message),
+    to: grant ? grant.owner : protocol.addressee?.(message),
+    grant,
   };
 }
