@@ -64,9 +64,10 @@ export interface AttemptContext {
   /**
    * The lease, in ms, of a lock a release may write for this caller while it is queued (a direct
    * grant, reported by the release message; see `LockProtocol.grantIn`), sparing it a round trip.
-   * Only for a fresh owner on one master whose grants need no replica confirmation: a backend
-   * that confirms grants, or needs a quorum of them, never passes it on. Default: not granted
-   * directly (the release names the waiter, which tries again).
+   * Used only with `fresh` and `queueLease` (a protocol ignores it otherwise), and only on one
+   * master whose grants need no replica confirmation: a backend that confirms grants, or needs a
+   * quorum of them, never passes it on. Default: not granted directly (the release names the
+   * waiter, which tries again).
    */
   readonly grantLease?: number;
   /** An earlier attempt of this call was refused, so it may be queued: a grant takes it out. Default: false. */

@@ -450,11 +450,11 @@ class Engine implements Locker {
     // A call that may wait is queued by formats that queue waiters, for as long as its next
     // attempt may take to come (the longest backoff plus two round trips).
     const queueLease = request.wait > 0 ? request.retry.max + 2 * this.timeout : 0;
-    // A fresh owner may be handed the lock by the release itself. A renewed lock is handed over
-    // for no longer than the registration lasts, so a waiter that crashed just before costs no
-    // more than that; the watchdog then renews it to its full lease at once.
-    const grantLease =
-      request.fresh && queueLease > 0 ? (request.renew ? Math.min(request.ttl, queueLease) : request.ttl) : 0;
+    // The release may hand the lock to the waiter itself (the protocol decides whom: fresh
+    // owners). A renewed lock is handed over for no longer than the registration lasts, so a
+    // waiter that crashed just before costs no more than that; the watchdog then renews it to
+    // its full lease at once.
+    const grantLease = request.renew ? Math.min(request.ttl, queueLease) : request.ttl;
     // The last refusal that queued the call, when it was sent and the server's clock then: a
     // handed grant's time is read against them.
     let queuedSentAt = Number.NaN;

@@ -1,3 +1,4 @@
+import { createLocker } from '@lock/core';
 import type { Redis } from 'ioredis';
 import { startHolder } from '../faults/support/processes.js';
 
@@ -43,14 +44,17 @@ export function untilSubscribed(redis: Redis, channel: string, count: number): P
 }
 
 /**
- * A waiter process for `lock:<key>` (a renewing locker with a 30 s ttl), queued behind a holder,
- * then killed: answers its owner and the process (kill it again in a `finally`).
+ * A holder (a locker of its own on `redis`) takes `lock:<key>` for 30 s, and a waiter process
+ * (a renewing locker with a 30 s ttl) queues behind it and is killed. Answers the holder, its
+ * lock, the dead waiter's owner and its process (kill it again in a `finally`).
  */
 export async function queueCrashedWaiter(redis: Redis, url: string, key: string) {
+  const holder = createLocker({ redis });
+  const first = await holder.acquire(key, { ttl: 30_000 });
   const crashed = startHolder({ url, key, ttl: 30_000, wait: 30_000 });
   await crashed.line((line) => line === 'ready');
   await untilQueued(redis, key, 1);
-  const [owner] = Object.keys(await registrations(redis, key));
+  const [dead] = Object.keys(await registrations(redis, key));
   crashed.child.kill('SIGKILL');
-  return { owner: owner!, crashed };
+  return { holder, first, dead: dead!, crashed };
 }

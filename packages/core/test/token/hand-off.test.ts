@@ -177,9 +177,7 @@ describe('the token protocol’s direct hand-off', () => {
   it('a waiter killed while queued and handed a renewed lock keeps it no longer than its registration', async () => {
     await using server = await startRedis();
     const redis = server.client();
-    const holder = createLocker({ redis });
-    const first = await holder.acquire('crashed', { ttl: 30_000 });
-    const { owner: dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
+    const { holder, first, dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
     try {
       expect((await registrations(redis, 'crashed'))[dead]).toBeGreaterThan(
         Number((await redis.time())[0]) * 1_000,

@@ -137,9 +137,7 @@ describe('the token protocol’s waiter queue', () => {
   it('a waiter process killed while queued is skipped once its registration lapses', async () => {
     await using server = await startRedis();
     const redis = server.client();
-    const holder = createLocker({ redis });
-    const first = await holder.acquire('crashed', { ttl: 30_000 });
-    const { owner: dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
+    const { holder, first, dead, crashed } = await queueCrashedWaiter(redis, server.url, 'crashed');
     try {
       const survivor = createLocker({ redis, retry: SLOW_POLL });
       const waiting = survivor.acquire('crashed', { ttl: 5_000, wait: 20_000 });
