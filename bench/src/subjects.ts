@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLocker, createRedlock, LuaScript } from '@lock/core';
+import { createLocker, createRedlock, DEFAULT_COMMAND_TIMEOUT, LuaScript, tokenProtocol } from '@lock/core';
 import type { Redis } from 'ioredis';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import Redlock from 'redlock';
@@ -19,7 +19,16 @@ export interface Subject {
 /** The implementations compared on one server, then on five masters. */
 export const singleKinds = ['floor', '@lock', 'redlock', 'redis-semaphore'] as const;
 export const quorumKinds = ['floor (5)', '@lock redlock', 'redlock (5)', 'RedlockMutex'] as const;
-export type SubjectKind = (typeof singleKinds)[number] | (typeof quorumKinds)[number];
+/**
+ * Run in the uncontended scenario only, beside `singleKinds`, to show where `@lock`'s cost over
+ * the floor sits: what a fence alone adds, and what the token protocol's two scripts cost
+ * without the engine around them.
+ */
+export const referenceKinds = ['floor + fence', '@lock protocol'] as const;
+export type SubjectKind =
+  | (typeof singleKinds)[number]
+  | (typeof quorumKinds)[number]
+  | (typeof referenceKinds)[number];
 
 /** How long any subject may wait for a lock before the run is declared broken. */
 const WAIT = 60_000;
@@ -29,6 +38,15 @@ const FLOOR_POLL_MS = 5;
 const compareAndDelete = new LuaScript(
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
 );
+/** The floor's SET NX PX with a fence drawn from one counter when it succeeds: the least a fenced lock costs. */
+const fencedSet = new LuaScript(
+  "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('incr', KEYS[2]) end return 0",
+);
+/**
+ * What `createLocker` sends with a call that may wait, under its defaults: queued for the longest
+ * backoff (retry.max, 1 s) plus two command timeouts.
+ */
+const PROTOCOL_CONTEXT = { wait: WAIT, fresh: true, queueLease: 1_000 + 2 * DEFAULT_COMMAND_TIMEOUT };
 
 /** Builds `kind` on `clients` (single-server kinds use the first one). */
 export function makeSubject(kind: SubjectKind, clients: readonly Redis[]): Subject {
@@ -39,6 +57,10 @@ export function makeSubject(kind: SubjectKind, clients: readonly Redis[]): Subje
       return floor(first);
     case 'floor (5)':
       return quorumFloor(clients);
+    case 'floor + fence':
+      return fencedFloor(first);
+    case '@lock protocol':
+      return protocolSubject(first);
     case '@lock':
       return engineSubject(kind, createLocker({ redis: first }));
     case '@lock redlock':
@@ -53,19 +75,64 @@ export function makeSubject(kind: SubjectKind, clients: readonly Redis[]): Subje
   }
 }
 
+/** Tries `take` until it succeeds, every FLOOR_POLL_MS (the hand-written subjects have no notification). */
+async function poll(name: string, key: string, take: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + WAIT;
+  while (!(await take())) {
+    if (performance.now() > deadline) throw new Error(`${name}: ${key} still busy after ${WAIT} ms`);
+    await sleep(FLOOR_POLL_MS);
+  }
+}
+
 /** The hand-written minimum: SET NX PX with a random token, EVALSHA compare-and-delete, polling while busy. */
 function floor(redis: Redis): Subject {
   return {
     name: 'floor',
     async acquire(key, ttl) {
       const token = randomUUID();
-      const deadline = performance.now() + WAIT;
-      while ((await redis.set(key, token, 'PX', ttl, 'NX')) !== 'OK') {
-        if (performance.now() > deadline) throw new Error(`floor: ${key} still busy after ${WAIT} ms`);
-        await sleep(FLOOR_POLL_MS);
-      }
+      await poll('floor', key, async () => (await redis.set(key, token, 'PX', ttl, 'NX')) === 'OK');
       return async () => {
         await compareAndDelete.run(redis, [key], [token]);
+      };
+    },
+    async close() {},
+  };
+}
+
+/** The floor with a fence: SET NX PX and INCR in one script, the same compare-and-delete. */
+function fencedFloor(redis: Redis): Subject {
+  return {
+    name: 'floor + fence',
+    async acquire(key, ttl) {
+      const token = randomUUID();
+      await poll(
+        'floor + fence',
+        key,
+        async () => (await fencedSet.run(redis, [key, 'bench:fence'], [token, ttl])) !== 0,
+      );
+      return async () => {
+        await compareAndDelete.run(redis, [key], [token]);
+      };
+    },
+    async close() {},
+  };
+}
+
+/** `@lock`'s token protocol called directly: its acquire and release scripts, without the engine. */
+function protocolSubject(redis: Redis): Subject {
+  const protocol = tokenProtocol();
+  return {
+    name: '@lock protocol',
+    async acquire(key, ttl) {
+      const owner = randomUUID();
+      const context = { ...PROTOCOL_CONTEXT, grantLease: ttl, attempt: owner };
+      await poll(
+        '@lock protocol',
+        key,
+        async () => (await protocol.acquire(redis, key, owner, ttl, context)).acquired,
+      );
+      return async () => {
+        await protocol.release(redis, key, owner, owner);
       };
     },
     async close() {},
@@ -85,15 +152,13 @@ function quorumFloor(clients: readonly Redis[]): Subject {
     name: 'floor (5)',
     async acquire(key, ttl) {
       const token = randomUUID();
-      const deadline = performance.now() + WAIT;
-      for (;;) {
+      await poll('floor (5)', key, async () => {
         const replies = await Promise.all(clients.map((redis) => redis.set(key, token, 'PX', ttl, 'NX')));
         const granted = clients.filter((_, i) => replies[i] === 'OK');
-        if (granted.length >= majority) break;
+        if (granted.length >= majority) return true;
         await deleteFrom(granted, key, token);
-        if (performance.now() > deadline) throw new Error(`floor (5): ${key} still busy after ${WAIT} ms`);
-        await sleep(FLOOR_POLL_MS);
-      }
+        return false;
+      });
       return async () => {
         await deleteFrom(clients, key, token);
       };
