@@ -64,6 +64,7 @@ const uncontendedKinds = [...singleKinds, ...referenceKinds];
  * `rotated`), so every subject takes every place in a round once.
  */
 const singleRounds = singleKinds.length;
+const uncontendedRounds = uncontendedKinds.length;
 const quorumRounds = quorumKinds.length;
 const shape: ContentionShape = {
   waiters: 20,
@@ -191,7 +192,6 @@ try {
   );
 
   const single = [server];
-  const uncontendedRounds = uncontendedKinds.length;
   results.uncontended = mapValues(
     await interleaved('uncontended', uncontendedKinds, single, admins, uncontendedRounds, (subject) =>
       uncontendedSlice(subject, admins, slice(settings.iterations, uncontendedRounds)),
