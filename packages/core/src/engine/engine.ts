@@ -147,6 +147,11 @@ class Engine implements Locker {
   private readonly queues: WaitQueues;
   private readonly watchdog: Watchdog;
   private readonly closing = new AbortController();
+  /**
+   * Waiting calls asleep between attempts. `close()` wakes them and they find the locker closed:
+   * a sleep listening on the closing signal would add and remove an event listener per pause.
+   */
+  private readonly asleep = new Set<Waiter>();
   private readonly unwatchMaster: () => void;
 
   constructor(
@@ -168,7 +173,7 @@ class Engine implements Locker {
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
     this.queues = new WaitQueues(backend, this.clock);
-    // Every waiter listens on it while it sleeps (and stops when it wakes): many waiters are normal.
+    // Every call given a signal links it to this one while it runs: many such calls are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
       renewed: (hold) => this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: true })),
@@ -254,6 +259,7 @@ class Engine implements Locker {
   async close(): Promise<void> {
     if (this.closing.signal.aborted) return;
     this.closing.abort(new LockerClosedError());
+    for (const waiter of this.asleep) waiter.wake?.();
     this.watchdog.stop();
     this.unwatchMaster();
     this.queues.close();
@@ -544,11 +550,15 @@ class Engine implements Locker {
         // only to renew its registration (and to bound a lost message): at the longest backoff.
         const step = queuedSentAt === sentAt ? request.retry.max : backoff(attempts - 2, request.retry);
         const delay = Math.min(step, request.wait - (this.clock() - started), untilExpiry);
+        // An abort or close() during the attempt above would otherwise go unseen for a whole sleep.
+        if (signal.aborted) throw signal.reason;
         const sleeping = waiter;
-        await pause(Math.max(0, Math.ceil(delay)), signal, (wake) => {
+        await pause(Math.max(0, Math.ceil(delay)), linked?.signal, (wake) => {
           sleeping.wake = wake;
+          this.asleep.add(sleeping);
           return () => {
             sleeping.wake = undefined;
+            this.asleep.delete(sleeping);
           };
         });
       }

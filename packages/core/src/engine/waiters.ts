@@ -30,8 +30,8 @@ interface Queue {
   unlisten: (() => void) | undefined;
   /** When the last release message arrived (clock ms), for a waiter joining after its attempt was sent. */
   lastMessageAt: number;
-  /** Set while the queue has no waiters: ends its subscription. */
-  linger: NodeJS.Timeout | undefined;
+  /** When its last waiter left (performance.now() ms): its subscription ends LINGER_MS later. */
+  emptiedAt: number;
 }
 
 /**
@@ -42,6 +42,11 @@ interface Queue {
  */
 export class WaitQueues {
   private readonly queues = new Map<string, Queue>();
+  /**
+   * Ends the subscriptions of queues empty for LINGER_MS. One timer for every queue: a timer
+   * per emptied queue would be made and cleared on nearly every hand-off.
+   */
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly backend: LockBackend,
@@ -73,7 +78,7 @@ export class WaitQueues {
         failed: false,
         unlisten: undefined,
         lastMessageAt: Number.NEGATIVE_INFINITY,
-        linger: undefined,
+        emptiedAt: Number.POSITIVE_INFINITY,
       };
       created.ready = this.backend
         .listen(resource, owner, (notice) => this.notify(created, notice))
@@ -90,8 +95,6 @@ export class WaitQueues {
       this.queues.set(channel, created);
       queue = created;
     }
-    clearTimeout(queue.linger);
-    queue.linger = undefined;
     queue.waiters.add(waiter);
     await queue.ready;
     return { channel, missed: !activeBefore || queue.lastMessageAt >= sentAt };
@@ -102,22 +105,39 @@ export class WaitQueues {
     const queue = this.queues.get(channel);
     if (!queue?.waiters.delete(waiter)) return;
     if (waiter.notified) this.notify(queue, FIRST);
-    if (queue.waiters.size > 0 || queue.linger) return;
-    queue.linger = setTimeout(() => {
-      if (queue.waiters.size > 0 || this.queues.get(channel) !== queue) return;
-      this.queues.delete(channel);
-      queue.unlisten?.();
-    }, LINGER_MS);
-    queue.linger.unref();
+    if (queue.waiters.size > 0) return;
+    queue.emptiedAt = performance.now();
+    this.sweepLater(LINGER_MS);
   }
 
   /** Ends every subscription (the locker is closing). */
   close(): void {
-    for (const queue of this.queues.values()) {
-      clearTimeout(queue.linger);
+    clearTimeout(this.sweeper);
+    for (const queue of this.queues.values()) queue.unlisten?.();
+    this.queues.clear();
+  }
+
+  private sweepLater(ms: number): void {
+    if (this.sweeper) return;
+    this.sweeper = setTimeout(() => this.sweep(), ms);
+    this.sweeper.unref();
+  }
+
+  private sweep(): void {
+    this.sweeper = undefined;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [channel, queue] of this.queues) {
+      if (queue.waiters.size > 0) continue;
+      const endsAt = queue.emptiedAt + LINGER_MS;
+      if (endsAt > now) {
+        next = Math.min(next, endsAt);
+        continue;
+      }
+      this.queues.delete(channel);
       queue.unlisten?.();
     }
-    this.queues.clear();
+    if (next < Number.POSITIVE_INFINITY) this.sweepLater(next - now);
   }
 
   /**

@@ -134,6 +134,44 @@ describe('the token protocol’s waiter queue', () => {
     await locker.close();
   });
 
+  it('a waiter aborted while an attempt is in flight gives up when the attempt is answered, without sleeping first', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const admin = server.client();
+    const holder = createLocker({ redis });
+    // Polls once a minute: once the attempt is answered, only the abort can end this wait in time.
+    const waiterRedis = server.client();
+    const locker = createLocker({ redis: waiterRedis, retry: SLOW_POLL, commandTimeout: 5_000 });
+    let attempts = 0;
+    const evalsha = waiterRedis.evalsha.bind(waiterRedis);
+    waiterRedis.evalsha = ((...args: Parameters<typeof evalsha>) => {
+      attempts += 1;
+      return evalsha(...args);
+    }) as typeof evalsha;
+    const lock = await holder.acquire('in-flight', { ttl: 30_000 });
+    const controller = new AbortController();
+    const waiting = locker
+      .acquire('in-flight', { wait: 60_000, signal: controller.signal })
+      .catch((e: unknown) => e);
+    await untilQueued(redis, 'in-flight', 1);
+    await untilSubscribed(admin, '{lock:in-flight}:released', 1);
+    // A bare release message wakes the waiter; its attempt then waits out the write pause.
+    const [[, woke]] = (await admin
+      .pipeline()
+      .publish('{lock:in-flight}:released', 'released')
+      .client('PAUSE', 2_000, 'WRITE')
+      .exec()) as [[unknown, number]];
+    expect(woke).toBe(1);
+    const asleepAfter = attempts;
+    await until(async () => attempts > asleepAfter, 'the woken waiter to send an attempt');
+    controller.abort();
+    expect((await waiting) as Error).toHaveProperty('name', 'AbortError');
+    expect(await registrations(redis, 'in-flight')).toEqual({});
+    await lock.release();
+    await holder.close();
+    await locker.close();
+  });
+
   it('a waiter process killed while queued is skipped once its registration lapses', async () => {
     await using server = await startRedis();
     const redis = server.client();

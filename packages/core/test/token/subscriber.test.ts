@@ -3,6 +3,8 @@ import { startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { waiterSubscribed } from '../contract/keys.js';
+import { commandCalls } from '../faults/support/stats.js';
+import { SLOW_POLL } from '../support/waiter-queue.js';
 
 it('wakes waiters by release message even when the caller’s client has its offline queue off', async () => {
   await using server = await startRedis();
@@ -21,4 +23,34 @@ it('wakes waiters by release message even when the caller’s client has its off
   await holder.close();
   await waiter.close();
   redis.disconnect();
+});
+
+it('keeps a key’s subscription while waiters come back, and unsubscribes once the last one has been gone 5–10 s', async () => {
+  await using server = await startRedis();
+  const admin = server.client();
+  const holder = createLocker({ redis: server.client() });
+  const waiter = createLocker({ redis: server.client(), retry: SLOW_POLL });
+  const channel = '{lock:linger}:released';
+  const numsub = async () => Number(((await admin.pubsub('NUMSUB', channel)) as [string, number])[1]);
+  for (let round = 0; round < 3; round++) {
+    const held = await holder.acquire('linger', { ttl: 30_000 });
+    const waiting = waiter.acquire('linger', { wait: 10_000 });
+    await waiterSubscribed([admin], 'linger');
+    await held.release();
+    await (await waiting).release();
+    // The waiter has left; the subscription lingers for the next one.
+    expect(await numsub()).toBe(1);
+  }
+  // Three rounds of waiting, one subscription.
+  expect((await commandCalls(admin)).get('subscribe')).toBe(1);
+  const leftAt = performance.now();
+  // The waiters' queue lingers 5 s, then the subscriber connection's channel another 5 s.
+  while ((await numsub()) !== 0 && performance.now() - leftAt < 20_000) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const unsubscribedAfter = performance.now() - leftAt;
+  expect(unsubscribedAfter).toBeGreaterThanOrEqual(4_900);
+  expect(unsubscribedAfter).toBeLessThan(20_000);
+  await holder.close();
+  await waiter.close();
 });

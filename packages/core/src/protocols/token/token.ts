@@ -189,10 +189,18 @@ export function tokenProtocol(): LockProtocol {
 
 function grantIn(message: string): HandedGrant | undefined {
   if (!message.startsWith(GRANTED)) return undefined;
-  const [fence, lease, at] = message.slice(GRANTED.length).split(':', 3);
+  const leaseAt = message.indexOf(':', GRANTED.length) + 1;
+  const atAt = message.indexOf(':', leaseAt) + 1;
+  const ownerAt = message.indexOf(':', atAt) + 1;
   // The owner is the rest, colons and all.
-  const owner = message.slice(GRANTED.length + fence!.length + lease!.length + at!.length + 3);
-  return { owner, token: owner, fence: Number(fence), lease: Number(lease), at: Number(at) };
+  const owner = message.slice(ownerAt);
+  return {
+    owner,
+    token: owner,
+    fence: Number(message.slice(GRANTED.length, leaseAt - 1)),
+    lease: Number(message.slice(leaseAt, atAt - 1)),
+    at: Number(message.slice(atAt, ownerAt - 1)),
+  };
 }
 
 /** Renews every item in one script; the caller groups items so that they share one slot on a cluster. */
