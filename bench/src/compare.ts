@@ -26,6 +26,7 @@ import { throughputOf, throughputSlice } from './scenarios/throughput.js';
 import { latencyOf, uncontendedSlice } from './scenarios/uncontended.js';
 import {
   makeSubject,
+  queueReferenceKinds,
   quorumKinds,
   referenceKinds,
   type Subject,
@@ -59,12 +60,15 @@ const DISTINCT_KEYS = 20_000;
 const slice = (total: number, rounds: number) => Math.round(total / rounds);
 /** The uncontended scenario also runs the reference subjects. */
 const uncontendedKinds = [...singleKinds, ...referenceKinds];
+/** The hand-off and the 4-process run also run the queued floor: what a hand-off costs at least here. */
+const queueKinds = [...singleKinds, ...queueReferenceKinds];
 /**
  * Rounds of an in-process scenario: one per subject, each starting with another subject (see
  * `rotated`), so every subject takes every place in a round once.
  */
 const singleRounds = singleKinds.length;
 const uncontendedRounds = uncontendedKinds.length;
+const handoffRounds = queueKinds.length;
 const quorumRounds = quorumKinds.length;
 const shape: ContentionShape = {
   waiters: 20,
@@ -162,8 +166,8 @@ function handoffRun(
     kinds,
     servers,
     admins,
-    singleRounds,
-    (holder, [waiter]) => handoffSlice(holder, waiter!, slice(settings.handoffs, singleRounds)),
+    handoffRounds,
+    (holder, [waiter]) => handoffSlice(holder, waiter!, slice(settings.handoffs, handoffRounds)),
     2,
   );
 }
@@ -198,7 +202,7 @@ try {
     ),
     latencyOf,
   );
-  results.handoff = mapValues(await handoffRun(singleKinds, single, admins), handoffOf);
+  results.handoff = mapValues(await handoffRun(queueKinds, single, admins), handoffOf);
   progress('round trip after idleness');
   results.idleRoundTrip = handoffOf([await idleRoundTrips(admin, settings.handoffs)]);
   results.throughput = mapValues(
@@ -219,7 +223,7 @@ try {
   );
   const acrossProcesses: Record<string, Counted<ContentionSlice>[]> = {};
   for (let round = 1; round <= settings.processRounds; round++) {
-    for (const kind of rotated(singleKinds, round)) {
+    for (const kind of rotated(queueKinds, round)) {
       progress(`contention, 4 processes: ${kind}, round ${round} of ${settings.processRounds}`);
       const slices = acrossProcesses[kind] ?? [];
       slices.push(await contentionAcrossProcesses(kind, [server.url], admins, processShape, 4));

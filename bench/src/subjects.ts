@@ -25,10 +25,16 @@ export const quorumKinds = ['floor (5)', '@lock redlock', 'redlock (5)', 'Redloc
  * without the engine around them.
  */
 export const referenceKinds = ['floor + fence', '@lock protocol'] as const;
+/**
+ * Run in the hand-off and multi-process contention scenarios beside `singleKinds`: the least a
+ * lock that queues its waiters and hands the lock to the next one costs on this machine.
+ */
+export const queueReferenceKinds = ['floor + queue'] as const;
 export type SubjectKind =
   | (typeof singleKinds)[number]
   | (typeof quorumKinds)[number]
-  | (typeof referenceKinds)[number];
+  | (typeof referenceKinds)[number]
+  | (typeof queueReferenceKinds)[number];
 
 /** How long any subject may wait for a lock before the run is declared broken. */
 const WAIT = 60_000;
@@ -37,6 +43,14 @@ const FLOOR_POLL_MS = 5;
 
 const compareAndDelete = new LuaScript(
   "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+);
+/** The queued floor's attempt: SET NX PX, else the caller joins the queue (a list of tokens). */
+const setOrQueue = new LuaScript(
+  "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end redis.call('rpush', KEYS[2], ARGV[1]) return 0",
+);
+/** The queued floor's release: compare, then write the lock for the first queued token and tell it, or delete. */
+const handToNext = new LuaScript(
+  "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end local next = redis.call('lpop', KEYS[2]) if next then redis.call('set', KEYS[1], next, 'PX', ARGV[2]) redis.call('publish', KEYS[1], next) else redis.call('del', KEYS[1]) end return 1",
 );
 /** The floor's SET NX PX with a fence drawn from one counter when it succeeds: the least a fenced lock costs. */
 const fencedSet = new LuaScript(
@@ -61,6 +75,8 @@ export function makeSubject(kind: SubjectKind, clients: readonly Redis[]): Subje
       return fencedFloor(first);
     case '@lock protocol':
       return protocolSubject(first);
+    case 'floor + queue':
+      return queuedFloor(first);
     case '@lock':
       return engineSubject(kind, createLocker({ redis: first }));
     case '@lock redlock':
@@ -115,6 +131,45 @@ function fencedFloor(redis: Redis): Subject {
       };
     },
     async close() {},
+  };
+}
+
+/**
+ * The floor with a queue and a direct hand-off: a refused caller joins a list, and the release
+ * writes the lock for the first one in it and publishes its token on the key's channel, which
+ * the waiter's subscriber connection hears. No fence, no crash or abort handling (a waiter that
+ * dies stalls the queue), no re-entrancy: the fewest round trips and wake-ups a hand-off needs.
+ */
+function queuedFloor(redis: Redis): Subject {
+  const subscriber = redis.duplicate();
+  const granted = new Map<string, () => void>();
+  const subscriptions = new Map<string, Promise<unknown>>();
+  subscriber.on('message', (_channel: string, token: string) => {
+    granted.get(token)?.();
+    granted.delete(token);
+  });
+  return {
+    name: 'floor + queue',
+    async acquire(key, ttl) {
+      const queue = `${key}:queue`;
+      let subscribed = subscriptions.get(key);
+      if (!subscribed) {
+        subscribed = subscriber.subscribe(key);
+        subscriptions.set(key, subscribed);
+      }
+      await subscribed;
+      const token = randomUUID();
+      // Listening before the attempt: the grant may be published before its reply is read.
+      const handed = new Promise<void>((resolve) => granted.set(token, resolve));
+      if ((await setOrQueue.run(redis, [key, queue], [token, ttl])) === 1) granted.delete(token);
+      else await handed;
+      return async () => {
+        await handToNext.run(redis, [key, queue], [token, ttl]);
+      };
+    },
+    async close() {
+      subscriber.disconnect();
+    },
   };
 }
 
