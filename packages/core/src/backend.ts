@@ -74,7 +74,13 @@ export interface LockBackend {
   ): Promise<BackendGrant | BackendRefusal>;
   /** Passes `LockProtocol.abandon` on (on every node that may have enqueued `owner`). Optional. */
   abandon?(resource: string, owner: string, context?: AttemptContext): Promise<void>;
-  release(resource: string, owner: string, token: string): Promise<ReleaseReply>;
+  /** Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than one server never call it). */
+  release(
+    resource: string,
+    owner: string,
+    token: string,
+    handedOn?: (grant: HandedGrant) => void,
+  ): Promise<ReleaseReply>;
   /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
   extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;
   /** `extend` for many locks in as few round trips as the topology allows; one answer per item, in order. */

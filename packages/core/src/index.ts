@@ -44,6 +44,7 @@ export { hashTag, keySlot, slotKey } from './hash-tag.js';
 export type {
   AcquireReply,
   AttemptContext,
+  HandedGrant,
   Inspection,
   LockProtocol,
   RedisClient,

@@ -146,8 +146,19 @@ export interface LockProtocol {
    * least one refusal, so formats that enqueue waiters (fair locks) can take `owner` out. Optional.
    */
   abandon?(redis: RedisClient, resource: string, owner: string, context?: AttemptContext): Promise<void>;
-  /** Undo one hold by `owner`; the last one frees the lock and publishes on its channel. */
-  release(redis: RedisClient, resource: string, owner: string, token: string): Promise<ReleaseReply>;
+  /**
+   * Undo one hold by `owner`; the last one frees the lock and publishes on its channel. A format
+   * whose release may write the lock for a queued waiter (a direct grant, see `grantIn`) calls
+   * `handedOn` with it before answering, so a waiter of the same client need not wait for the
+   * message.
+   */
+  release(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    handedOn?: (grant: HandedGrant) => void,
+  ): Promise<ReleaseReply>;
   /**
    * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.
    * Answers the token to present from now on (formats that store a deadline rewrite it, so

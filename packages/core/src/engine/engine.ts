@@ -336,7 +336,9 @@ class Engine implements Locker {
       let result: ReleaseReply;
       try {
         result = await withDeadline(
-          this.backend.release(hold.resource, hold.owner, hold.token),
+          this.backend.release(hold.resource, hold.owner, hold.token, (grant) =>
+            this.queues.handOver(hold.resource, grant),
+          ),
           this.timeout,
           (late) => {
             if (late.status === 'fulfilled') hold.lateRelease = late.value;

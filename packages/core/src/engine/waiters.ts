@@ -110,6 +110,15 @@ export class WaitQueues {
     this.sweepLater(LINGER_MS);
   }
 
+  /**
+   * A release of this locker wrote `resource`'s lock for one of its waiters: that waiter takes it
+   * now, as the release message would tell it (which then finds it gone, and wakes nobody).
+   */
+  handOver(resource: string, grant: HandedGrant): void {
+    const queue = this.queues.get(this.backend.protocol.channel(resource, grant.owner));
+    if (queue) this.notify(queue, { all: false, to: grant.owner, grant });
+  }
+
   /** Ends every subscription (the locker is closing). */
   close(): void {
     clearTimeout(this.sweeper);

@@ -1,10 +1,17 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { type AcquireEvent, createLocker, tokenProtocol } from '@lock/core';
+import { type AcquireEvent, createLocker, type HandedGrant, tokenProtocol } from '@lock/core';
 import { startCluster, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startHolder } from '../faults/support/processes.js';
-import { queueCrashedWaiter, registrations, SLOW_POLL, until, untilQueued } from '../support/waiter-queue.js';
+import {
+  queueCrashedWaiter,
+  registrations,
+  SLOW_POLL,
+  until,
+  untilQueued,
+  untilSubscribed,
+} from '../support/waiter-queue.js';
 
 const LOCK = '{lock:handed}';
 
@@ -38,7 +45,9 @@ describe('the token protocol’s direct hand-off', () => {
     expect(refused).toMatchObject({ acquired: false, serverTime: expect.any(Number) });
     await queue(redis, 'second', 0);
 
-    expect(await protocol.release(redis, 'lock:handed', 'holder', 'holder')).toBe('released');
+    const handed: HandedGrant[] = [];
+    const onGrant = (grant: HandedGrant) => handed.push(grant);
+    expect(await protocol.release(redis, 'lock:handed', 'holder', 'holder', onGrant)).toBe('released');
     expect(await redis.hgetall(LOCK)).toEqual({ first: '1', '': '2' });
     expect(await redis.pttl(LOCK)).toBeGreaterThan(3_000);
     expect(await redis.pttl(LOCK)).toBeLessThanOrEqual(4_000);
@@ -49,9 +58,12 @@ describe('the token protocol’s direct hand-off', () => {
     const grant = protocol.grantIn?.(messages[0]!);
     expect(grant).toEqual({ owner: 'first', token: 'first', fence: 2, lease: 4_000, at: expect.any(Number) });
     expect(grant!.at).toBeGreaterThanOrEqual((refused as { serverTime: number }).serverTime);
+    // The releasing client was told of the grant by the reply, before any message.
+    expect(handed).toEqual([grant]);
 
     // A waiter that registered no terms (its grants need WAIT, or a quorum) is only named.
-    expect(await protocol.release(redis, 'lock:handed', 'first', 'first')).toBe('released');
+    expect(await protocol.release(redis, 'lock:handed', 'first', 'first', onGrant)).toBe('released');
+    expect(handed).toHaveLength(1);
     expect(await redis.exists(LOCK)).toBe(0);
     await until(async () => messages.length === 2, 'the naming message');
     expect(messages[1]).toBe('released:second');
@@ -115,6 +127,47 @@ describe('the token protocol’s direct hand-off', () => {
       await waiter.close();
     }
   }, 60_000);
+
+  it('a waiter of the releasing locker takes its grant from the release’s reply: no message needed', async () => {
+    await using server = await startRedis();
+    const admin = server.client();
+    const redis = server.client();
+    let sent = 0;
+    const evalsha = redis.evalsha.bind(redis);
+    redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
+      sent += 1;
+      return evalsha(...args);
+    }) as typeof evalsha;
+    // Polls once a minute: without its message, only the release's reply can hand the waiter the lock in time.
+    const locker = createLocker({ redis, retry: SLOW_POLL });
+    const events: AcquireEvent[] = [];
+    const onAcquire = (message: unknown) => events.push(message as AcquireEvent);
+    subscribe('lock:acquire', onAcquire);
+    try {
+      const first = await locker.acquire('same', { ttl: 30_000 });
+      const before = sent;
+      const waiting = locker.acquire('same', { ttl: 30_000, wait: 20_000 });
+      waiting.catch(() => {});
+      await untilQueued(admin, 'same', 1);
+      await untilSubscribed(admin, '{lock:same}:released', 1);
+      // Its retry right after subscribing has been answered: it sleeps.
+      await until(async () => sent === before + 2, 'the retry after subscribing');
+      await redis.ping();
+      // The grant's message goes to nobody: ioredis reconnects only after a delay.
+      expect(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub')).toBe(1);
+      expect(await admin.pubsub('NUMSUB', '{lock:same}:released')).toEqual(['{lock:same}:released', 0]);
+      await first.release();
+      const next = await waiting;
+      expect(next.fence).toBe(first.fence + 1);
+      expect(events[1]).toMatchObject({ owner: next.owner, attempts: 2, handoff: true });
+      // The holder's release was the only script call since.
+      expect(sent).toBe(before + 3);
+      await next.release();
+    } finally {
+      unsubscribe('lock:acquire', onAcquire);
+      await locker.close();
+    }
+  });
 
   it('a renewed lock is handed over for the registration lease, then renewed to its ttl at once', async () => {
     await using server = await startRedis();

@@ -1,6 +1,7 @@
 --[[
   Prefixed to the token format's release and abandon scripts, after next-fence.lua:
-  `handOn(keys, publish, channel)` runs once the lock key is deleted and tells the queue.
+  `handOn(keys, publish, channel)` runs once the lock key is deleted and tells the queue; it
+  answers the message it published (nil when nobody was queued).
 
   The first queued owner whose registration is still live is the next owner. When it registered
   terms for a direct grant (field NUL + owner: the lease to grant, written only by a fresh owner
@@ -17,7 +18,7 @@ local function handOn(keys, publish, channel)
   local lock, queue, registrations = keys[1], keys[4], keys[5]
   local waiting = redis.call('zrange', queue, 0, 9)
   if #waiting == 0 then
-    return
+    return nil
   end
   local message = 'released'
   local time = redis.call('time')
@@ -43,4 +44,5 @@ local function handOn(keys, publish, channel)
     redis.call('hdel', registrations, next, terms)
   end
   redis.call(publish, channel, message)
+  return message
 end

@@ -14,7 +14,9 @@
     ARGV[3] release channel (same slot as KEYS[1])
 
   Output:
-    0   released (key deleted, or handed to the next owner)
+    0   released (key deleted, nobody queued)
+    msg released, and the message published to the queue (see hand-on.lua): a direct grant in
+        it may go to a waiter of the releasing client without waiting for the message
     n   still held by the owner with n holds left
     -1  not held by this owner: nothing changed
 ]]
@@ -29,5 +31,4 @@ if holds > 1 then
 end
 
 redis.call('del', lock)
-handOn(KEYS, ARGV[2], ARGV[3])
-return 0
+return handOn(KEYS, ARGV[2], ARGV[3]) or 0

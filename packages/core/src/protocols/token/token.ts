@@ -133,14 +133,17 @@ export function tokenProtocol(): LockProtocol {
       return { acquired: false, remaining: reply[1]!, serverTime: reply[2] };
     },
 
-    async release(redis, resource, owner) {
+    async release(redis, resource, owner, _token, handedOn) {
       const keys = keysOf(resource);
       const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
         owner,
         publishCommand(redis),
         keys.channel,
-      ])) as number;
-      return releaseReply(left);
+      ])) as number | string;
+      if (typeof left === 'number') return releaseReply(left);
+      const grant = grantIn(left);
+      if (grant) handedOn?.(grant);
+      return 'released';
     },
 
     async abandon(redis, resource, owner, context) {
