@@ -18,6 +18,20 @@ export async function registrations(redis: Redis, key: string): Promise<Record<s
   );
 }
 
+/**
+ * Counts the scripts `redis` sends from now on (each lock attempt and release is one `EVALSHA`):
+ * a test can tell when a waiter has sent an attempt, or that it sent none.
+ */
+export function countScripts(redis: Redis): () => number {
+  let sent = 0;
+  const evalsha = redis.evalsha.bind(redis);
+  redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
+    sent += 1;
+    return evalsha(...args);
+  }) as typeof evalsha;
+  return () => sent;
+}
+
 /** Polls `check` every 5 ms until it holds, failing after 10 s with `what`. */
 export async function until(check: () => Promise<boolean>, what: string): Promise<void> {
   const end = performance.now() + 10_000;

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startHolder } from '../faults/support/processes.js';
 import {
+  countScripts,
   queueCrashedWaiter,
   registrations,
   SLOW_POLL,
@@ -132,12 +133,7 @@ describe('the token protocol’s direct hand-off', () => {
     await using server = await startRedis();
     const admin = server.client();
     const redis = server.client();
-    let sent = 0;
-    const evalsha = redis.evalsha.bind(redis);
-    redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
-      sent += 1;
-      return evalsha(...args);
-    }) as typeof evalsha;
+    const sent = countScripts(redis);
     // Polls once a minute: without its message, only the release's reply can hand the waiter the lock in time.
     const locker = createLocker({ redis, retry: SLOW_POLL });
     const events: AcquireEvent[] = [];
@@ -145,13 +141,13 @@ describe('the token protocol’s direct hand-off', () => {
     subscribe('lock:acquire', onAcquire);
     try {
       const first = await locker.acquire('same', { ttl: 30_000 });
-      const before = sent;
+      const before = sent();
       const waiting = locker.acquire('same', { ttl: 30_000, wait: 20_000 });
       waiting.catch(() => {});
       await untilQueued(admin, 'same', 1);
       await untilSubscribed(admin, '{lock:same}:released', 1);
       // Its retry right after subscribing has been answered: it sleeps.
-      await until(async () => sent === before + 2, 'the retry after subscribing');
+      await until(async () => sent() === before + 2, 'the retry after subscribing');
       await redis.ping();
       // The grant's message goes to nobody: ioredis reconnects only after a delay.
       expect(await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub')).toBe(1);
@@ -161,7 +157,7 @@ describe('the token protocol’s direct hand-off', () => {
       expect(next.fence).toBe(first.fence + 1);
       expect(events[1]).toMatchObject({ owner: next.owner, attempts: 2, handoff: true });
       // The holder's release was the only script call since.
-      expect(sent).toBe(before + 3);
+      expect(sent()).toBe(before + 3);
       await next.release();
     } finally {
       unsubscribe('lock:acquire', onAcquire);

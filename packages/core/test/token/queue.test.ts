@@ -3,6 +3,7 @@ import { createLocker, type Lock, type Locker } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import {
+  countScripts,
   queueCrashedWaiter,
   registrations,
   SLOW_POLL,
@@ -142,12 +143,7 @@ describe('the token protocol’s waiter queue', () => {
     // Polls once a minute: once the attempt is answered, only the abort can end this wait in time.
     const waiterRedis = server.client();
     const locker = createLocker({ redis: waiterRedis, retry: SLOW_POLL, commandTimeout: 5_000 });
-    let attempts = 0;
-    const evalsha = waiterRedis.evalsha.bind(waiterRedis);
-    waiterRedis.evalsha = ((...args: Parameters<typeof evalsha>) => {
-      attempts += 1;
-      return evalsha(...args);
-    }) as typeof evalsha;
+    const attempts = countScripts(waiterRedis);
     const lock = await holder.acquire('in-flight', { ttl: 30_000 });
     const controller = new AbortController();
     const waiting = locker
@@ -162,8 +158,8 @@ describe('the token protocol’s waiter queue', () => {
       .client('PAUSE', 2_000, 'WRITE')
       .exec()) as [[unknown, number]];
     expect(woke).toBe(1);
-    const asleepAfter = attempts;
-    await until(async () => attempts > asleepAfter, 'the woken waiter to send an attempt');
+    const asleepAfter = attempts();
+    await until(async () => attempts() > asleepAfter, 'the woken waiter to send an attempt');
     controller.abort();
     expect((await waiting) as Error).toHaveProperty('name', 'AbortError');
     expect(await registrations(redis, 'in-flight')).toEqual({});
