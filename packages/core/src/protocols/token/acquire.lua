@@ -44,7 +44,9 @@ local function dequeue()
   end
 end
 
-if rcall('exists', lock) == 0 then
+-- -2 when free; otherwise the holder's remaining ms, which every answer below reports.
+local pttl = rcall('pttl', lock)
+if pttl == -2 then
   local fence = nextFence(counter, oldCounter)
   -- A fresh owner's resent attempt is recognised without its id (ARGV[3]): nothing to record.
   if fresh then
@@ -64,7 +66,6 @@ if held then
     holds = rcall('hincrby', lock, owner, 1)
     rcall('hset', lock, attemptField, attempt)
   end
-  local pttl = rcall('pttl', lock)
   if pttl < ttl then
     rcall('pexpire', lock, ttl)
     pttl = ttl
@@ -92,7 +93,7 @@ if lease > 0 then
       rcall('pexpire', key, lease)
     end
   end
-  return { 0, rcall('pttl', lock), now }
+  return { 0, pttl, now }
 end
 
-return { 0, rcall('pttl', lock) }
+return { 0, pttl }

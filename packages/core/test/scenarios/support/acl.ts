@@ -18,7 +18,6 @@ export const COMMON_COMMANDS = ['info', 'evalsha', 'eval', 'subscribe', 'unsubsc
 export const ACL_COMMANDS = {
   token: [
     ...COMMON_COMMANDS,
-    'exists',
     'hset',
     'pexpire',
     'incr',
