@@ -80,6 +80,29 @@ describe('startProxy', () => {
     client.disconnect();
   });
 
+  it('pass forwards at once the bytes an earlier delay still holds, in order', async ({ onTestFinished }) => {
+    const server = await useRedis();
+    const proxy = await proxyFor(server, onTestFinished);
+    const client = clientOf(proxy);
+    await client.ping();
+    proxy.delay({ downstream: 60_000 });
+    const answered: string[] = [];
+    const held = Promise.all([
+      client.incr('held').then((value) => answered.push(`incr ${value}`)),
+      client.get('held').then((value) => answered.push(`get ${value}`)),
+    ]);
+    const direct = server.client();
+    await waitFor('both commands to reach the server', async () => (await direct.get('held')) === '1', {
+      timeout: 2_000,
+    });
+    expect(answered).toEqual([]);
+    proxy.pass();
+    await held;
+    expect(answered).toEqual(['incr 1', 'get 1']);
+    direct.disconnect();
+    client.disconnect();
+  });
+
   it('drop closes open connections and every new one until the mode changes', async ({ onTestFinished }) => {
     const server = await useRedis();
     const proxy = await proxyFor(server, onTestFinished);

@@ -19,6 +19,21 @@ const FIRST: ReleaseNotice = { all: false, to: undefined };
 /** How long a key's queue stays subscribed after its last waiter left: contention comes in bursts. */
 const LINGER_MS = 5_000;
 
+/**
+ * How many unclaimed notices a queue keeps. A waiter joins within one round trip of the notices
+ * it may have missed; under contention several releases a millisecond would still fit.
+ */
+const REMEMBERED = 32;
+
+/** A release notice that reached the process when no waiter here was the one it woke. */
+interface Unclaimed {
+  /** When it came (clock ms). */
+  readonly at: number;
+  /** The owner it names; undefined when any waiter may act on it. */
+  readonly to: string | undefined;
+  readonly grant: HandedGrant | undefined;
+}
+
 interface Queue {
   readonly waiters: Set<Waiter>;
   /** Resolves once the release subscription is active (or failed: then waiters only poll). */
@@ -28,8 +43,13 @@ interface Queue {
   /** The subscription failed: its waiters poll, and the next waiter to join subscribes anew. */
   failed: boolean;
   unlisten: (() => void) | undefined;
-  /** When the last release message arrived (clock ms), for a waiter joining after its attempt was sent. */
-  lastMessageAt: number;
+  /**
+   * Recent notices no waiter here took, oldest first (at most REMEMBERED): one may be for a
+   * waiter whose refused attempt was answered after the notice came, still on its way to join.
+   */
+  unclaimed: Unclaimed[];
+  /** When the newest notice dropped from `unclaimed` came (clock ms): a waiter that sent its attempt before then cannot tell what it missed. */
+  forgottenAt: number;
   /** When its last waiter left (performance.now() ms): its subscription ends LINGER_MS later. */
   emptiedAt: number;
 }
@@ -56,10 +76,12 @@ export class WaitQueues {
   /**
    * Adds a waiter for `resource` whose refused attempt was sent at `sentAt`; resolves once
    * release messages can reach it, with the queue's channel and whether a release may have
-   * slipped through unseen since that attempt (the subscription is new, or a message came in
-   * meanwhile, perhaps naming this waiter before it was here to hear it): the caller should then
-   * try again at once. Queues are kept per release channel: formats that address one waiter
-   * (fair locks) get a queue per waiter.
+   * slipped through unseen since that attempt: the subscription is new, or a notice came in
+   * meanwhile that named this waiter before it was here to hear it, or named nobody. The caller
+   * should then try again at once; a grant such a notice carried is put on the waiter, to be
+   * taken without a round trip. A notice that named another owner is that owner's: the server's
+   * queue already holds this waiter's place, so trying again would only be refused. Queues are
+   * kept per release channel: formats that address one waiter (fair locks) get a queue per waiter.
    */
   async join(
     resource: string,
@@ -77,7 +99,8 @@ export class WaitQueues {
         active: false,
         failed: false,
         unlisten: undefined,
-        lastMessageAt: Number.NEGATIVE_INFINITY,
+        unclaimed: [],
+        forgottenAt: Number.NEGATIVE_INFINITY,
         emptiedAt: Number.POSITIVE_INFINITY,
       };
       created.ready = this.backend
@@ -95,9 +118,10 @@ export class WaitQueues {
       this.queues.set(channel, created);
       queue = created;
     }
+    const missed = !activeBefore || this.claim(queue, waiter, sentAt);
     queue.waiters.add(waiter);
     await queue.ready;
-    return { channel, missed: !activeBefore || queue.lastMessageAt >= sentAt };
+    return { channel, missed };
   }
 
   /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */
@@ -154,13 +178,30 @@ export class WaitQueues {
    * this process), or else the first.
    */
   private notify(queue: Queue, notice: ReleaseNotice): void {
-    queue.lastMessageAt = this.clock();
+    let taken = false;
     for (const waiter of queue.waiters) {
       if (notice.to !== undefined && waiter.owner !== notice.to) continue;
+      taken = true;
       waiter.notified = true;
       if (notice.grant) waiter.granted = notice.grant;
       waiter.wake?.();
-      if (!notice.all) return;
+      if (!notice.all) break;
     }
+    // A notice for every waiter also reaches those still joining.
+    if (taken && !notice.all) return;
+    queue.unclaimed.push({ at: this.clock(), to: notice.all ? undefined : notice.to, grant: notice.grant });
+    if (queue.unclaimed.length > REMEMBERED) queue.forgottenAt = queue.unclaimed.shift()!.at;
+  }
+
+  /** Whether a notice that came since `sentAt` is `waiter`'s to act on (any grant in it is put on the waiter). */
+  private claim(queue: Queue, waiter: Waiter, sentAt: number): boolean {
+    if (queue.forgottenAt >= sentAt) return true;
+    let missed = false;
+    for (const notice of queue.unclaimed) {
+      if (notice.at < sentAt || (notice.to !== undefined && notice.to !== waiter.owner)) continue;
+      missed = true;
+      if (notice.grant) waiter.granted = notice.grant;
+    }
+    return missed;
   }
 }
