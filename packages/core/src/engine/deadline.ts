@@ -118,25 +118,23 @@ export function withDeadline<T>(
     deadlines.add(entry);
     call.then(
       (value) => {
-        entry.settled = true;
-        if (entry.timedOut) {
-          late?.({ status: 'fulfilled', value });
-          return;
-        }
-        deadlines.delete(entry);
-        resolve(value);
+        if (answered(entry)) resolve(value);
+        else late?.({ status: 'fulfilled', value });
       },
       (reason: unknown) => {
-        entry.settled = true;
-        if (entry.timedOut) {
-          late?.({ status: 'rejected', reason });
-          return;
-        }
-        deadlines.delete(entry);
-        reject(reason);
+        if (answered(entry)) reject(reason);
+        else late?.({ status: 'rejected', reason });
       },
     );
   });
+}
+
+/** Marks the call answered; whether its caller still waits for it (the deadline did not give up on it). */
+function answered(entry: Pending): boolean {
+  entry.settled = true;
+  if (entry.timedOut) return false;
+  deadlines.delete(entry);
+  return true;
 }
 
 /**
