@@ -6,7 +6,7 @@ import { hostNow } from '../measure/stats.js';
 import type { Subject, SubjectKind } from '../subjects.js';
 import { type ContentionSlice, type Hold, runWaiters, type WaiterPlan } from './contention.js';
 
-const register = fileURLToPath(new URL('../../../tooling/register.mjs', import.meta.url));
+const register = fileURLToPath(new URL('../../register.mjs', import.meta.url));
 const workerEntry = fileURLToPath(new URL('../contention-worker.ts', import.meta.url));
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
