@@ -17,7 +17,7 @@ const JITTER_MS = 20;
 
 /**
  * Un-timed hand-offs, back to back, before a kind's first timed one: until this many are done or
- * WARM_MS has passed. The timed hand-offs are a hundred in all, too few for V8 to compile a
+ * WARM_MS has passed. The timed hand-offs (a hundred at most) are too few for V8 to compile a
  * waiting path; a service that hands locks on all day runs it compiled.
  */
 const WARM_HANDOFFS = 2_000;
