@@ -66,7 +66,11 @@ export interface EngineOptions {
   readonly retry?: RetryOptions;
   /** Monotonic clock in ms used for deadlines (injectable for tests). Default: `performance.now`. */
   readonly clock?: () => number;
-  /** This locker's identity, the first half of every owner it makes. Default: a random UUID. */
+  /**
+   * This locker's identity, the start of every owner it makes. It need not be unique: replicas of
+   * one service may share it, since a locker given an id adds a random UUID of its own to its
+   * owners (`<id>:<uuid>:<n>`; `<uuid>:<n>` under the default). Default: a random UUID.
+   */
   readonly id?: string;
   /**
    * Whether an acquisition nested inside the critical section of a `using` call for the same
@@ -136,6 +140,8 @@ class Engine implements Locker {
   private readonly timeout: number;
   private readonly retry: Required<RetryOptions>;
   private readonly clock: () => number;
+  /** What every owner this locker makes starts with: unique to this locker, whatever its `id`. */
+  private readonly ownerPrefix: string;
   /** Every hold not yet released or lost. */
   private readonly holds = new Set<Hold>();
   /**
@@ -172,6 +178,10 @@ class Engine implements Locker {
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
+    // A configured id is typically a service's name, shared by its replicas and by its restarts,
+    // each counting owners from 1: owners made from it alone would collide, and a fresh owner that
+    // finds its own name holding a key takes that hold for its own.
+    this.ownerPrefix = given.id === undefined ? `${this.id}:` : `${this.id}:${randomUUID()}:`;
     this.queues = new WaitQueues(backend, this.clock);
     // Every call given a signal links it to this one while it runs: many such calls are normal.
     setMaxListeners(0, this.closing.signal);
@@ -393,7 +403,7 @@ class Engine implements Locker {
 
   private newOwner(): string {
     lastOwner += 1;
-    return `${this.id}:${lastOwner}`;
+    return `${this.ownerPrefix}${lastOwner}`;
   }
 
   private resourceOf(key: string): string {

@@ -17,7 +17,7 @@ function percentile(values: number[], p: number): number {
 }
 
 /** N processes × M holds of one key, each doing an unguarded witness read-modify-write inside. */
-async function contend(workers: number, iterations: number, locked: boolean) {
+async function contend(workers: number, iterations: number, locked: boolean, lockerId?: string) {
   await using server = await startRedis();
   await using witnessServer = await startRedis();
   const dir = mkdtempSync(join(tmpdir(), 's1-'));
@@ -31,6 +31,7 @@ async function contend(workers: number, iterations: number, locked: boolean) {
       id: `w${id}`,
       history: join(dir, `w${id}.jsonl`),
       locked,
+      lockerId,
     }),
   );
   await Promise.all(processes.map((child) => child.line((line) => line === 'ready')));
@@ -78,6 +79,12 @@ describe(`S1: ${WORKERS} processes × ${ITERATIONS} holds of one key, witness re
     },
     timeLimit(60_000, 900_000),
   );
+
+  it('replicas configured with one locker id (a service name): 0 overlaps, exact witness', async () => {
+    const { events, witness } = await contend(4, 30, true, 'billing');
+    const verdict = assertHistory(events, { name: 'S1 shared id', witness: { expected: 120, actual: witness } });
+    expect(verdict.intervals).toBe(120);
+  });
 
   it('without the lock (✗-expected): the checker reports overlaps and the witness lost updates', async () => {
     const { events, witness } = await contend(4, 20, false);

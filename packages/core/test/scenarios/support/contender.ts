@@ -1,6 +1,6 @@
 /**
  * A contender process for S1. argv[2] is JSON `{ url, witnessUrl, key, iterations, id, history,
- * locked }`. Each iteration takes the lock (unless `locked` is false: the broken variant, which
+ * locked, lockerId? }` (`lockerId`: the locker's configured `id`, the default being random). Each iteration takes the lock (unless `locked` is false: the broken variant, which
  * records the same events without locking), does a read-modify-write of the witness counter
  * with a random 0–2 ms pause in between, and releases. Events go to the JSONL file `history`;
  * acquire and release latencies (ms) are printed as one JSON line at the end. It prints `ready`
@@ -21,12 +21,13 @@ interface Plan {
   id: string;
   history: string;
   locked: boolean;
+  lockerId?: string;
 }
 
 const plan = JSON.parse(process.argv[2]!) as Plan;
 const redis = new Redis(plan.url);
 const witness = new Redis(plan.witnessUrl);
-const locker = createLocker({ redis, replication: false });
+const locker = createLocker({ redis, replication: false, ...(plan.lockerId ? { id: plan.lockerId } : {}) });
 const recorder = new HistoryRecorder(plan.id, { file: plan.history });
 const acquireMs: number[] = [];
 const releaseMs: number[] = [];
