@@ -82,7 +82,10 @@ describe(`S1: ${WORKERS} processes × ${ITERATIONS} holds of one key, witness re
 
   it('replicas configured with one locker id (a service name): 0 overlaps, exact witness', async () => {
     const { events, witness } = await contend(4, 30, true, 'billing');
-    const verdict = assertHistory(events, { name: 'S1 shared id', witness: { expected: 120, actual: witness } });
+    const verdict = assertHistory(events, {
+      name: 'S1 shared id',
+      witness: { expected: 120, actual: witness },
+    });
     expect(verdict.intervals).toBe(120);
   });
 
