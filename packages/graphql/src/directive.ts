@@ -4,7 +4,9 @@ import {
   type GraphQLFieldConfig,
   type GraphQLOutputType,
   type GraphQLSchema,
+  getNamedType,
   getNullableType,
+  isCompositeType,
   isListType,
 } from 'graphql';
 import { checkOptions } from './check-options.js';
@@ -116,6 +118,7 @@ function lockedField(
     ttl: ttl ?? settings.ttl,
     wait: wait ?? settings.wait,
     listDepth: listDepth(config.type),
+    composite: isCompositeType(getNamedType(config.type)),
   };
 }
 

@@ -3,23 +3,22 @@ import type { GraphQLFieldResolver } from 'graphql';
 import { acquireFailure, LockedErrorCode } from './field-errors.js';
 import { attachLock } from './lock-of.js';
 import type { Settings } from './options.js';
-import { settleList } from './settle.js';
+import { type ResultShape, settle } from './settle.js';
 import type { KeyTemplate } from './template.js';
 
 /** What the transformer learnt about one `@locked` field. */
-export interface LockedField {
+export interface LockedField extends ResultShape {
   /** `Type.field`. */
   readonly coordinate: string;
   readonly template: KeyTemplate;
   readonly ttl: number | undefined;
   readonly wait: number | undefined;
-  /** How many list levels the field's type has (0 for a non-list field). */
-  readonly listDepth: number;
 }
 
 /**
  * Wraps a resolver: builds the key, acquires (waiting up to `wait`, stopped by the request's
- * signal), runs the resolver and releases once its result has settled, also when it throws.
+ * signal), runs the resolver and releases once its result has settled (see `settle`), also when
+ * it throws.
  *
  * The resolver runs as the critical section of `locker.using`, so code inside it that locks the
  * same key re-enters the field's lock. Each call is a new owner (the executor calls resolvers
@@ -47,7 +46,7 @@ export function lockedResolver(
       await settings.locker.using(key, options, async (held) => {
         lock = held;
         attachLock(info, held);
-        result = { value: await settleList(await resolve(source, args, context, info), field.listDepth) };
+        result = { value: await settle(await resolve(source, args, context, info), field) };
       });
     } catch (error) {
       if (lock === undefined) {

@@ -1,17 +1,83 @@
+/** The shape of a field's result that `settle` walks. */
+export interface ResultShape {
+  /** How many list levels the field's type has (0 for a non-list field). */
+  readonly listDepth: number;
+  /** Whether the field's type is an object, interface or union (at its innermost list level). */
+  readonly composite: boolean;
+}
+
 /**
- * Waits until every item of a list result has settled, `depth` list levels deep, so that items
- * a resolver returns as promises are computed while the lock is still held. Items that were
- * promises are returned as (settled) promises, so graphql-js reports a rejected item at its own path.
+ * Waits until the work a resolver started through its result has settled, so that it runs
+ * while the lock is still held: list items (`listDepth` levels deep, async iterables drained
+ * into arrays) and, for object results, promise values of the object's own enumerable data
+ * properties. Returns the result with each of those promises replaced by its value; a rejected
+ * one stays a (handled) rejected promise, so graphql-js reports it at its own path.
  */
-export async function settleList(value: unknown, depth: number): Promise<unknown> {
-  if (depth === 0 || typeof value !== 'object' || value === null || !(Symbol.iterator in value)) return value;
-  const items = Array.from(value as Iterable<unknown>, (item) =>
-    depth > 1 || isThenable(item)
-      ? Promise.resolve(item).then((inner) => settleList(inner, depth - 1))
-      : item,
+export async function settle(value: unknown, shape: ResultShape): Promise<unknown> {
+  return settleLevel(value, shape.listDepth, shape.composite);
+}
+
+async function settleLevel(value: unknown, depth: number, composite: boolean): Promise<unknown> {
+  if (depth === 0) return composite ? settleFields(value) : value;
+  if (typeof value !== 'object' || value === null) return value;
+  let items: unknown[];
+  // graphql-tools' executor (Yoga) iterates an async iterable in place of a list, after the
+  // resolver has returned, so its items must be drawn here, under the lock.
+  if (Symbol.asyncIterator in value) items = await drain(value as AsyncIterable<unknown>);
+  else if (Symbol.iterator in value) items = Array.from(value as Iterable<unknown>);
+  else return value;
+  const settled = await Promise.all(
+    items.map((item) => settlePosition(item, (inner) => settleLevel(inner, depth - 1, composite))),
   );
-  await Promise.allSettled(items);
+  return settled.map((position) => position.value);
+}
+
+async function drain(iterable: AsyncIterable<unknown>): Promise<unknown[]> {
+  const items: unknown[] = [];
+  for await (const item of iterable) items.push(item);
   return items;
+}
+
+/**
+ * Graphql-js calls function-valued fields and the object type's own resolvers only after the
+ * lock is released, so those are not waited for; neither are promises nested deeper.
+ */
+async function settleFields(value: unknown): Promise<unknown> {
+  if (typeof value !== 'object' || value === null || isThenable(value)) return value;
+  // Descriptors, not values: reading a getter could start work of its own.
+  const descriptors = Object.getOwnPropertyDescriptors(value);
+  const pending = Object.entries(descriptors).filter(
+    ([, descriptor]) => descriptor.enumerable && isThenable(descriptor.value),
+  );
+  if (pending.length === 0) return value;
+  await Promise.all(
+    pending.map(async ([name, descriptor]) => {
+      descriptors[name] = { ...descriptor, value: (await settlePosition(descriptor.value, identity)).value };
+    }),
+  );
+  // A copy, not the resolver's object: that one may be frozen, or shared by code that still
+  // expects its promises.
+  return Object.create(Object.getPrototypeOf(value), descriptors);
+}
+
+/**
+ * Boxed, because an async function cannot return a rejected promise as its value. Calling
+ * `then` once, here, also keeps lazy thenables (query builders) from running a second time.
+ */
+async function settlePosition(
+  value: unknown,
+  next: (value: unknown) => unknown,
+): Promise<{ value: unknown }> {
+  const outcome = Promise.resolve(value).then(next);
+  try {
+    return { value: await outcome };
+  } catch {
+    return { value: outcome };
+  }
+}
+
+function identity(value: unknown): unknown {
+  return value;
 }
 
 function isThenable(value: unknown): boolean {

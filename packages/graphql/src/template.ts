@@ -158,8 +158,17 @@ function segmentValue(
     typeof value === 'bigint' ||
     typeof value === 'boolean'
   )
-    return String(value);
+    return escapeSegment(String(value));
   throw badInput(
     `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
   );
+}
+
+/**
+ * Without it `cart:{args.user}:{args.sku}` would give ("alice:b", "c") and ("alice", "b:c") the
+ * same key: an escaped value holds no bare `:`, `{` or `}`, so the literal text around it
+ * cannot be confused with it.
+ */
+function escapeSegment(value: string): string {
+  return value.replace(/[\\:{}]/g, '\\$&');
 }

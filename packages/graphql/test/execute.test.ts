@@ -8,13 +8,14 @@ import {
   GraphQLInt,
   GraphQLNonNull,
   GraphQLObjectType,
+  type GraphQLResolveInfo,
   GraphQLSchema,
   graphql,
 } from 'graphql';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockedDirectiveError, type LockedDirectiveOptions, lockedDirective, lockOf } from '../src/index.js';
-import { overlapping } from './support/checkout.js';
+import { gate, overlapping } from './support/checkout.js';
 
 let redis: RedisServer;
 let client: Redis;
@@ -108,6 +109,35 @@ describe('keys', () => {
     const result = await run(schema, 'mutation { pay(input: { order: { id: "42" } }) }', { tenant: 'acme' });
 
     expect(result).toEqual({ data: { pay: '{acme}:order:42:2d' } });
+  });
+  it('escapes the values it substitutes, so different argument pairs never share a key', async () => {
+    const inside = gate();
+    const finish = gate();
+    const schema = build(
+      `type Query {
+         reserve(user: String!, sku: String!): String @locked(key: "cart:{args.user}:{args.sku}", wait: 0)
+       }`,
+      {
+        Query: {
+          reserve: async (_: unknown, { user }: { user: string }, __: unknown, info: never) => {
+            if (user === 'alice:b') {
+              inside.open();
+              await finish.promise;
+            }
+            return lockOf(info).key;
+          },
+        },
+      },
+    );
+    const first = run(schema, '{ reserve(user: "alice:b", sku: "c") }');
+    await inside.promise;
+    const second = await run(schema, '{ reserve(user: "alice", sku: "b:c") }');
+    finish.open();
+
+    expect(second).toEqual({ data: { reserve: 'cart:alice:b\\:c' } });
+    expect(await first).toEqual({ data: { reserve: 'cart:alice\\:b:c' } });
+    const other = await run(schema, '{ reserve(user: "a\\\\{x}", sku: "1") }');
+    expect(other).toEqual({ data: { reserve: 'cart:a\\\\\\{x\\}:1' } });
   });
 });
 
@@ -206,6 +236,82 @@ describe('the lock around the resolver', () => {
     expect(await locker.isLocked('batch')).toBe(false);
   });
 
+  it('holds the lock of an object result until its promise fields have settled: two payments never overlap', async () => {
+    let inside = 0;
+    let most = 0;
+    const charge = async (until: Promise<void>) => {
+      inside += 1;
+      most = Math.max(most, inside);
+      await until;
+      inside -= 1;
+      return true;
+    };
+    const awaited = gate();
+    const finish = gate();
+    const schema = build(
+      `type Order { id: ID! paid: Boolean! }
+       type Query { x: Int }
+       type Mutation {
+         pay(id: ID!): Order @locked(key: "order:{args.id}")
+         payNow(id: ID!): Order @locked(key: "order:{args.id}", wait: 0)
+       }`,
+      {
+        Mutation: {
+          pay: (_: unknown, { id }: { id: string }) => ({
+            id,
+            paid: watched(charge(finish.promise), awaited.open),
+          }),
+          payNow: (_: unknown, { id }: { id: string }) => ({ id, paid: charge(Promise.resolve()) }),
+        },
+      },
+    );
+    const first = run(schema, 'mutation { pay(id: 1) { id paid } }');
+    // Whoever waits for the charge (the directive, or graphql-js once the lock is gone), the
+    // charge is still running: a second payment now must not get in.
+    await awaited.promise;
+    const second = await run(schema, 'mutation { payNow(id: 1) { id paid } }');
+    finish.open();
+
+    expect(await first).toEqual({ data: { pay: { id: '1', paid: true } } });
+    expect(codes(second)).toEqual([[['payNow'], 'LOCKED']]);
+    expect(most).toBe(1);
+    expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
+  it('settles promise fields of the objects in a list under the lock, reporting a rejected one at its path', async () => {
+    const heldWhenAwaited: string[] = [];
+    const receipt = (id: string, info: GraphQLResolveInfo) =>
+      watched(id === '2' ? Promise.reject(new Error('printer offline')) : Promise.resolve(`r${id}`), () => {
+        lockOf(info).assertHeld();
+        heldWhenAwaited.push(id);
+      });
+    const schema = build(
+      `type Order { id: ID! receipt: String }
+       type Query { x: Int }
+       type Mutation { payAll(ids: [ID!]!): [Order!] @locked(key: "orders") }`,
+      {
+        Mutation: {
+          payAll: (_: unknown, { ids }: { ids: string[] }, __: unknown, info: GraphQLResolveInfo) =>
+            ids.map((id) => ({ id, receipt: receipt(id, info) })),
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { payAll(ids: [1, 2, 3]) { id receipt } }');
+
+    expect(result.data).toEqual({
+      payAll: [
+        { id: '1', receipt: 'r1' },
+        { id: '2', receipt: null },
+        { id: '3', receipt: 'r3' },
+      ],
+    });
+    expect(result.errors?.map((error) => [error.path, error.message])).toEqual([
+      [['payAll', 1, 'receipt'], 'printer offline'],
+    ]);
+    expect(heldWhenAwaited.sort()).toEqual(['1', '2', '3']);
+    expect(await locker.isLocked('orders')).toBe(false);
+  });
+
   it('locks fields of code-first schemas that carry the directive in extensions', async () => {
     const { lockedDirectiveTransformer } = lockedDirective({ locker: newLocker() });
     const schema = lockedDirectiveTransformer(
@@ -302,3 +408,14 @@ describe('two @locked fields with the same key in one operation', () => {
     expect(await locker.isLocked('cart:1')).toBe(false);
   });
 });
+
+/** A thenable for `promise` that calls `onAwait` whenever something waits for it. */
+function watched<T>(promise: Promise<T>, onAwait: () => void): PromiseLike<T> {
+  return {
+    // biome-ignore lint/suspicious/noThenProperty: a thenable is the point
+    then(onFulfilled, onRejected) {
+      onAwait();
+      return promise.then(onFulfilled, onRejected);
+    },
+  };
+}

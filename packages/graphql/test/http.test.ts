@@ -1,8 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { makeExecutableSchema } from '@graphql-tools/schema';
 import { createLocker, type Locker } from '@lock/core';
 import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { lockedDirective } from '../src/index.js';
 import { checkoutSchema, gate, overlapping } from './support/checkout.js';
 import { post, type ServerKind, startServer, type TestServer } from './support/servers.js';
 
@@ -164,5 +166,60 @@ describe.each<ServerKind>(['apollo', 'yoga'])('@locked over HTTP on %s', (kind) 
 
     expect(reply.data).toEqual({ busy: null, free: { id: '4', payments: 1 } });
     expect(reply.errors.map((error) => [error.path, error.extensions?.code])).toEqual([[['busy'], 'LOCKED']]);
+  });
+});
+
+describe('@locked list fields resolved by an async generator, on yoga', () => {
+  it('drains the generator under the lock: two operations never compute items at the same time', async () => {
+    const locker = createLocker({ redis: client, prefix: 'http:async-list:' });
+    let inside = 0;
+    let most = 0;
+    const started = gate();
+    const finish = gate();
+    async function* charges(until: Promise<void>, items: number[]) {
+      started.open();
+      inside += 1;
+      most = Math.max(most, inside);
+      await until;
+      inside -= 1;
+      yield* items;
+    }
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+    const schema = lockedDirectiveTransformer(
+      makeExecutableSchema({
+        typeDefs: [
+          lockedDirectiveTypeDefs,
+          `type Query { x: Int }
+           type Mutation {
+             charges(id: ID!): [Int] @locked(key: "order:{args.id}")
+             chargesNow(id: ID!): [Int] @locked(key: "order:{args.id}", wait: 0)
+           }`,
+        ],
+        resolvers: {
+          Mutation: {
+            charges: () => charges(finish.promise, [1, 2]),
+            chargesNow: () => charges(Promise.resolve(), [3]),
+          },
+        },
+      }),
+    );
+    const server = await startServer('yoga', schema);
+    try {
+      const first = post(server.url, 'mutation { charges(id: 1) }');
+      // A generator's body runs only when its items are drawn: by the directive under the lock,
+      // or by Yoga once the lock is gone, when this second operation would get in.
+      await started.promise;
+      const second = await post(server.url, 'mutation { chargesNow(id: 1) }');
+      finish.open();
+
+      expect((await first).data).toEqual({ charges: [1, 2] });
+      expect(second.errors.map((error) => [error.path, error.extensions?.code])).toEqual([
+        [['chargesNow'], 'LOCKED'],
+      ]);
+      expect(most).toBe(1);
+    } finally {
+      await server.close();
+      await locker.close();
+    }
   });
 });
