@@ -74,12 +74,13 @@ export interface LockBackend {
   ): Promise<BackendGrant | BackendRefusal>;
   /** Passes `LockProtocol.abandon` on (on every node that may have enqueued `owner`). Optional. */
   abandon?(resource: string, owner: string, context?: AttemptContext): Promise<void>;
-  /** Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than one server never call it). */
+  /** Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than one server never call it), `id` as there. */
   release(
     resource: string,
     owner: string,
     token: string,
     handedOn?: (grant: HandedGrant) => void,
+    id?: string,
   ): Promise<ReleaseReply>;
   /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
   extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;

@@ -1,6 +1,7 @@
 export type { BackendExtension, BackendGrant, BackendRefusal, LockBackend } from './backend.js';
 export type { EvictionCheck } from './backends/eviction.js';
 export { type MessageListener, ReleaseListener } from './backends/release-listener.js';
+export { checkReplication } from './backends/replication.js';
 export { type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export { clockDrift } from './clock-drift.js';
@@ -19,7 +20,13 @@ export {
   type ReleaseEvent,
   type RenewEvent,
 } from './engine/events.js';
-export { DEFAULT_COMMAND_TIMEOUT } from './engine/options.js';
+export {
+  checkKey,
+  checkPrefix,
+  checkRetry,
+  DEFAULT_COMMAND_TIMEOUT,
+  DEFAULT_RETRY,
+} from './engine/options.js';
 export {
   AcquireTimeoutError,
   InvalidKeyError,

@@ -150,7 +150,8 @@ export interface LockProtocol {
    * Undo one hold by `owner`; the last one frees the lock and publishes on its channel. A format
    * whose release may write the lock for a queued waiter (a direct grant, see `grantIn`) calls
    * `handedOn` with it before answering, so a waiter of the same client need not wait for the
-   * message.
+   * message. `id` names this release, the same on every retry of it: a format that counts
+   * re-entrant holds applies a release of one id once, however often it is sent. Default: none.
    */
   release(
     redis: RedisClient,
@@ -158,6 +159,7 @@ export interface LockProtocol {
     owner: string,
     token: string,
     handedOn?: (grant: HandedGrant) => void,
+    id?: string,
   ): Promise<ReleaseReply>;
   /**
    * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.

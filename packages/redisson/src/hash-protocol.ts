@@ -44,8 +44,15 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     return owner;
   }
 
-  release(redis: RedisClient, resource: string, owner: string, token: string): Promise<ReleaseReply> {
-    return this.unlock(redis, resource, owner, leaseOf(token));
+  release(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    _handedOn?: unknown,
+    id?: string,
+  ): Promise<ReleaseReply> {
+    return this.unlock(redis, resource, owner, leaseOf(token), id);
   }
 
   async extend(
@@ -73,7 +80,13 @@ export abstract class HashLockProtocol implements RedissonProtocol {
 
   abstract channel(resource: string, waiter: string): string;
   abstract acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply>;
-  abstract unlock(redis: RedisClient, resource: string, owner: string, lease: number): Promise<ReleaseReply>;
+  abstract unlock(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    lease: number,
+    requestId?: string,
+  ): Promise<ReleaseReply>;
   abstract forceUnlock(redis: RedisClient, resource: string): Promise<boolean>;
   abstract inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   abstract isReleaseMessage(message: string): boolean;

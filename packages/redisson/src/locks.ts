@@ -1,4 +1,4 @@
-import { AcquireTimeoutError, LockBusyError } from '@lock/core';
+import { AcquireTimeoutError, checkKey, LockBusyError } from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
 import { checkMs, PARAMETER_NAMES, refuseUnknown } from './options.js';
@@ -55,6 +55,8 @@ export class RLock {
     readonly name: string,
     protected readonly kind: LockKind = 'lock',
   ) {
+    // The name as given: after the prefix, getLock(undefined) would lock the key "undefined".
+    checkKey(name);
     client.protocols[kind].validate(client.resource(name), client.redis.isCluster);
   }
 

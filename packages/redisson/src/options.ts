@@ -1,4 +1,14 @@
-import { InvalidOptionError, type RedisClient, type ReplicationOptions, type RetryOptions } from '@lock/core';
+import {
+  checkPrefix,
+  checkReplication,
+  checkRetry,
+  DEFAULT_RETRY,
+  InvalidOptionError,
+  isCluster,
+  type RedisClient,
+  type ReplicationOptions,
+  type RetryOptions,
+} from '@lock/core';
 
 /** Options of `createRedisson`. */
 export interface RedissonOptions {
@@ -86,9 +96,45 @@ export function checkOptions(options: RedissonOptions): void {
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
   }
+  refuseKeyPrefix(redis);
+  // The engine's own checks, run here so that a bad value fails createRedisson, not a later lock().
+  if (options.prefix !== undefined) checkPrefix(options.prefix);
   checkMs(options.lockWatchdogTimeout, 'lockWatchdogTimeout');
   checkMs(options.fairLockWaitTimeout, 'fairLockWaitTimeout');
   checkMs(options.commandTimeout, 'commandTimeout');
+  if (options.replication !== undefined) checkReplication(options.replication, isCluster(redis));
+  checkRetry(options.retry, DEFAULT_RETRY);
+}
+
+/**
+ * Refuses a client with an ioredis `keyPrefix`. ioredis prefixes only the KEYS a script is given;
+ * Redisson derives the channels and the side keys named inside its scripts (read-lock timeouts,
+ * fair queues) from the full name. A Java client whose NameMapper adds the same prefix then
+ * shares the lock hash but not those, and its read unlock deletes the hash under a live Node
+ * reader. `prefix` is applied to the name itself, as a NameMapper is, so both sides derive alike.
+ * A Cluster keeps it at the top level or under `redisOptions` (ioredis copies one to the other).
+ */
+function refuseKeyPrefix(redis: RedisClient): void {
+  const options = (redis as { options?: ClientOptions }).options;
+  const places: [string, unknown][] = [
+    ['redis.options.keyPrefix', options?.keyPrefix],
+    ['redis.options.redisOptions.keyPrefix', options?.redisOptions?.keyPrefix],
+  ];
+  for (const [option, keyPrefix] of places) {
+    if (typeof keyPrefix !== 'string' || keyPrefix === '') continue;
+    throw new InvalidOptionError(
+      option,
+      keyPrefix,
+      'a client without keyPrefix: ioredis prefixes script KEYS but not the channels and side keys ' +
+        "Redisson derives from the name, so a Java client would miss them; give it as createRedisson's " +
+        '`prefix` option instead',
+    );
+  }
+}
+
+interface ClientOptions {
+  readonly keyPrefix?: unknown;
+  readonly redisOptions?: { readonly keyPrefix?: unknown };
 }
 
 /** Checks an optional duration in ms: a positive integer below 2^31. */

@@ -15,7 +15,8 @@ export interface Redisson {
    * Runs `fn` as a new "thread": every lock call inside it, through every await and in every task
    * it starts, acts as one new thread id, as code on one Java thread does. Call it per request or
    * job, never around a server: everything inside is one thread, and re-enters its locks. A `run`
-   * inside another is a thread of its own, as a Java thread started by another is.
+   * inside another is a thread of its own, as a Java thread started by another is. Its thread
+   * id is 2^52 or more, a range an explicit `threadId` is refused in, so the two never meet.
    */
   run<T>(fn: () => T): T;
   /** Stops renewal and waiting, releases the holds it still has, and closes its own subscriber connections. */

@@ -4,9 +4,9 @@ import { currentChain, InvalidOptionError } from '@lock/core';
 export interface ThreadOptions {
   /**
    * Redisson's thread id for this call, as the `threadId` argument of Redisson's async API: a
-   * non-negative safe integer; the owner field becomes `<client id>:<threadId>`. Default: the
-   * thread of the enclosing `redisson.run(fn)` (any async call chain of `@lock/core`'s); outside
-   * one the call is refused with `NoThreadError`.
+   * positive integer below 2^52 (ids from 2^52 up are `redisson.run()` threads'); the owner field
+   * becomes `<client id>:<threadId>`. Default: the thread of the enclosing `redisson.run(fn)` (any
+   * async call chain of `@lock/core`'s); outside one the call is refused with `NoThreadError`.
    */
   readonly threadId?: number;
 }
@@ -34,10 +34,27 @@ export class NoThreadError extends InvalidOptionError {
   }
 }
 
+/**
+ * Where `redisson.run()` threads start. Core numbers chains 1, 2, 3… process-wide, the very ids
+ * a caller picks for `threadId` (job ids, counters): used as they are, `tryLock({ threadId: 1 })`
+ * would re-enter the hold of the first `run()` as its own. Explicit ids stay below this and chain
+ * n is this + n: one owner field can never be both, and every id is still a Java long (and an
+ * exact JS number up to 2^53 - 1, far more chains than a process starts).
+ */
+export const RUN_THREAD_BASE = 2 ** 52;
+
+/** The thread id of core chain `chain` (a `redisson.run()` call, or any chain of core's). */
+export const runThread = (chain: number): number => RUN_THREAD_BASE + chain;
+
 function checkThreadId(value: unknown): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new InvalidOptionError('threadId', value, 'a non-negative safe integer');
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0 || value >= RUN_THREAD_BASE) {
+    throw new InvalidOptionError(
+      'threadId',
+      value,
+      'a positive integer below 2^52: ids from 2^52 up are those of redisson.run() threads, ' +
+        'which an explicit id must never re-enter',
+    );
   }
   return value;
 }
@@ -48,7 +65,9 @@ function checkThreadId(value: unknown): number | undefined {
  * no fallback: a thread made up for an unchained call could not be found again by its unlock.
  */
 export function threadOf(lock: string, method: string, explicit: number | undefined): number {
-  const thread = checkThreadId(explicit) ?? currentChain();
-  if (thread === undefined) throw new NoThreadError(lock, method);
-  return thread;
+  const given = checkThreadId(explicit);
+  if (given !== undefined) return given;
+  const chain = currentChain();
+  if (chain === undefined) throw new NoThreadError(lock, method);
+  return runThread(chain);
 }

@@ -3,10 +3,14 @@ import { latchTimeout, requestId } from './ids.js';
 import { unlockLatch } from './names.js';
 
 /**
- * Runs one of the unlock scripts the way Redisson calls them: the latch key of a fresh request
- * id goes last in KEYS and its lifetime last in ARGV. Once the script has answered, the latch is
- * deleted without waiting, as Redisson does: it only exists so that a retried call can read the
- * first call's outcome, and it expires by itself, so a failed DEL must not fail a done unlock.
+ * Runs one of the unlock scripts the way Redisson calls them: the latch key of the request id
+ * goes last in KEYS and its lifetime last in ARGV.
+ *
+ * An unlock named by the engine (`id`: one per handle, the same on every retry of its release)
+ * leaves its latch to expire by itself, where Redisson deletes it once the call completed: the
+ * engine may have given up on this call before its answer came, and then retries with the same
+ * id, which must find the latch and be answered from it rather than take off a second hold. An
+ * unlock without an id (never retried) deletes its latch as Redisson does, without waiting.
  */
 export async function unlockWithLatch(
   redis: RedisClient,
@@ -14,10 +18,11 @@ export async function unlockWithLatch(
   name: string,
   keys: readonly string[],
   args: readonly (string | number)[],
+  id?: string,
 ): Promise<ReleaseReply> {
-  const latch = unlockLatch(name, requestId());
+  const latch = unlockLatch(name, id ?? requestId());
   const reply = await script.run(redis, [...keys, latch], [...args, latchTimeout()]);
-  redis.del(latch).catch(() => {});
+  if (id === undefined) redis.del(latch).catch(() => {});
   if (reply === 1) return 'released';
   return reply === 0 ? 'held' : 'not-owner';
 }

@@ -1,4 +1,4 @@
-import { InvalidKeyError } from '@lock/core';
+import { InvalidKeyError, InvalidOptionError } from '@lock/core';
 import { type RedisCluster, startCluster } from '@lock/testing';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +36,37 @@ describe('on a cluster', () => {
     ]);
     await tagged.unlock({ threadId: 1 });
     expect(await tagged.isLocked()).toBe(false);
+  });
+
+  it('refuses a Cluster with keyPrefix, at the top level or under redisOptions, and a replication object', async () => {
+    const dbsize = async () => {
+      let keys = 0;
+      for (const node of redis.nodes('master')) keys += await node.dbsize();
+      return keys;
+    };
+    const before = await dbsize();
+    const cases: [client: Cluster, option: string][] = [
+      [cluster.client({ keyPrefix: 'app:', lazyConnect: true }), 'redis.options.keyPrefix'],
+      // ioredis copies redisOptions.keyPrefix to the top level; either place is refused.
+      [cluster.client({ redisOptions: { keyPrefix: 'app:' }, lazyConnect: true }), 'redis.options.keyPrefix'],
+    ];
+    for (const [client, option] of cases) {
+      const error = (() => {
+        try {
+          createRedisson({ redis: client });
+          return null;
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option, value: 'app:' });
+      expect((error as Error).message).toMatch(/`prefix` option/);
+    }
+    expect(() => createRedisson({ redis, replication: { replicas: 1, timeout: 100 } })).toThrow(
+      /replication.*on a cluster/,
+    );
+    expect(await dbsize()).toBe(before);
   });
 
   it('keeps every key and channel of a lock in its slot and unlocks with SPUBLISH', async () => {

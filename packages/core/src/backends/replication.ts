@@ -21,17 +21,9 @@ export function replicationGate(
   redis: RedisClient,
   replication: ReplicationOptions,
 ): () => WaitPlan | null | Promise<WaitPlan | null> {
-  if (replication === false) return () => null;
-  if (isCluster(redis)) {
-    if (replication === 'auto') return () => null;
-    throw new InvalidOptionError(
-      'replication',
-      replication,
-      "'auto' or false on a cluster (WAIT gating is per node)",
-    );
-  }
+  checkReplication(replication, isCluster(redis));
+  if (replication === false || isCluster(redis)) return () => null;
   if (replication !== 'auto') {
-    checkReplication(replication);
     const plan = { replicas: replication.replicas, timeout: replication.timeout };
     return () => plan;
   }
@@ -58,11 +50,20 @@ export async function sendWait(redis: RedisClient, plan: WaitPlan): Promise<numb
   return Number(await redis.call('WAIT', plan.replicas, plan.timeout));
 }
 
-function checkReplication(value: { replicas: unknown; timeout: unknown }): void {
+/** Refuses a `replication` option that is not `'auto'`, `false` or `{ replicas, timeout }` (only the first two on a cluster), naming the bad value. */
+export function checkReplication(value: unknown, cluster: boolean): asserts value is ReplicationOptions {
+  if (value === 'auto' || value === false) return;
   if (typeof value !== 'object' || value === null) {
     throw new InvalidOptionError('replication', value, "'auto', false or { replicas, timeout }");
   }
-  const { replicas, timeout } = value;
+  if (cluster) {
+    throw new InvalidOptionError(
+      'replication',
+      value,
+      "'auto' or false on a cluster (WAIT gating is per node)",
+    );
+  }
+  const { replicas, timeout } = value as { replicas?: unknown; timeout?: unknown };
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     throw new InvalidOptionError('replication.replicas', replicas, 'a positive integer');
   }

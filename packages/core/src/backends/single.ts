@@ -134,11 +134,11 @@ export function singleBackend(
       await protocol.abandon?.(redis, resource, owner, context);
     },
 
-    release(resource, owner, token, handedOn) {
+    release(resource, owner, token, handedOn, id) {
       // The release may draw a fence for the next owner: from a counter stamped on this master.
       const stamping = watch?.ready(resource);
-      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handedOn));
-      return protocol.release(redis, resource, owner, token, handedOn);
+      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handedOn, id));
+      return protocol.release(redis, resource, owner, token, handedOn, id);
     },
 
     async extend(resource, owner, token, ttl) {

@@ -118,6 +118,8 @@ interface Request {
 let lastOwner = 0;
 /** Attempts this process has sent. */
 let lastAttempt = 0;
+/** Release ids this process has made. */
+let lastRelease = 0;
 
 /**
  * Turns a backend (a protocol on a topology) into a `Locker`: validation, waiting woken by
@@ -327,12 +329,17 @@ class Engine implements Locker {
     });
   }
 
+  releaseId(): string {
+    lastRelease += 1;
+    return this.tag + lastRelease.toString(16).padStart(24, '0');
+  }
+
   /**
    * Gives up one handle's hold. A release Redis did not answer rejects with
-   * `LockUnavailableError` and may be retried; the hold is no longer renewed meanwhile (when it
-   * was the last handle), so the lock ends by its lease at the latest.
+   * `LockUnavailableError` and may be retried (with the same `id`); the hold is no longer renewed
+   * meanwhile (when it was the last handle), so the lock ends by its lease at the latest.
    */
-  release(hold: Hold): Promise<ReleaseReply> {
+  release(hold: Hold, id: string): Promise<ReleaseReply> {
     hold.handles -= 1;
     const last = hold.handles === 0;
     if (last) hold.renew = false;
@@ -346,8 +353,12 @@ class Engine implements Locker {
       let result: ReleaseReply;
       try {
         result = await withDeadline(
-          this.backend.release(hold.resource, hold.owner, hold.token, (grant) =>
-            this.queues.handOver(hold.resource, grant),
+          this.backend.release(
+            hold.resource,
+            hold.owner,
+            hold.token,
+            (grant) => this.queues.handOver(hold.resource, grant),
+            id,
           ),
           this.timeout,
           (late) => {

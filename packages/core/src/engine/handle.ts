@@ -11,12 +11,17 @@ export interface HoldOwner {
   remaining(hold: Hold): number;
   assertHeld(hold: Hold): void;
   extend(hold: Hold, ttl: number | undefined): Promise<void>;
-  release(hold: Hold): Promise<ReleaseReply>;
+  /** A new release id: unique across processes, 32 hex digits (the form of Redisson's request ids). */
+  releaseId(): string;
+  /** Gives up one handle of `hold`; `id` names this handle's release, the same on every retry. */
+  release(hold: Hold, id: string): Promise<ReleaseReply>;
 }
 
 /** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
 export class LockHandle implements Lock {
   private releasing: Promise<ReleaseReply> | undefined;
+  /** Made by the first release call and sent by every retry of it: a release that landed is not applied twice. */
+  private releaseId: string | undefined;
 
   constructor(
     private readonly engine: HoldOwner,
@@ -64,7 +69,8 @@ export class LockHandle implements Lock {
   /** Idempotent once it succeeded; a release that failed (Redis unreachable) may be called again. */
   release(): Promise<ReleaseReply> {
     if (!this.releasing) {
-      const releasing = this.engine.release(this.hold);
+      this.releaseId ??= this.engine.releaseId();
+      const releasing = this.engine.release(this.hold, this.releaseId);
       this.releasing = releasing;
       releasing.catch(() => {
         if (this.releasing === releasing) this.releasing = undefined;

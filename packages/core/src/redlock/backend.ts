@@ -69,8 +69,8 @@ export function backendOn(context: QuorumContext): QuorumBackend {
       );
     },
 
-    release(resource, owner, token) {
-      return releaseOnQuorum(context, resource, owner, token);
+    release(resource, owner, token, _handedOn, id) {
+      return releaseOnQuorum(context, resource, owner, token, id);
     },
 
     async extend(resource, owner, token, ttl) {

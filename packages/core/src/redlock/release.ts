@@ -15,12 +15,13 @@ export async function releaseOnQuorum(
   resource: string,
   owner: string,
   token: string,
+  id?: string,
 ): Promise<ReleaseReply> {
   const tokens = decodeTokens(token, context.clients.length);
   if (tokens === null) return 'not-owner';
   const fallback = fallbackToken(tokens, owner);
   const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis, index) =>
-    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback),
+    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, id),
   );
   const counts = { released: 0, held: 0, 'not-owner': 0 };
   for (const outcome of outcomes) if (outcome.kind === 'ok') counts[outcome.value]++;

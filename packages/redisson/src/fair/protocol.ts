@@ -94,6 +94,7 @@ export class FairLockProtocol extends RLockProtocol {
     resource: string,
     owner: string,
     lease: number,
+    requestId?: string,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
@@ -102,6 +103,7 @@ export class FairLockProtocol extends RLockProtocol {
       resource,
       [resource, fairQueue(resource), fairTimeouts(resource), lockChannel(resource)],
       [UNLOCK_MESSAGE, lease, owner, this.now(), publish],
+      requestId,
     );
   }
 

@@ -45,7 +45,13 @@ export class RLockProtocol extends HashLockProtocol {
   }
 
   /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */
-  async unlock(redis: RedisClient, resource: string, owner: string, lease: number): Promise<ReleaseReply> {
+  async unlock(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    lease: number,
+    requestId?: string,
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
@@ -53,6 +59,7 @@ export class RLockProtocol extends HashLockProtocol {
       resource,
       [resource, lockChannel(resource)],
       [UNLOCK_MESSAGE, lease, owner, publish],
+      requestId,
     );
   }
 

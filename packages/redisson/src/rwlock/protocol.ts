@@ -102,7 +102,13 @@ export class ReadLockProtocol extends ReadWriteHalf {
     return acquireReply(reply, ttl);
   }
 
-  async unlock(redis: RedisClient, resource: string, owner: string): Promise<ReleaseReply> {
+  async unlock(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    _lease?: number,
+    requestId?: string,
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
@@ -116,6 +122,7 @@ export class ReadLockProtocol extends ReadWriteHalf {
         readFenceKey(resource, owner),
       ],
       [READ_UNLOCK_MESSAGE, owner, publish],
+      requestId,
     );
   }
 
@@ -161,7 +168,13 @@ export class WriteLockProtocol extends ReadWriteHalf {
     return writerField(owner);
   }
 
-  async unlock(redis: RedisClient, resource: string, owner: string, lease: number): Promise<ReleaseReply> {
+  async unlock(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    lease: number,
+    requestId?: string,
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
@@ -169,6 +182,7 @@ export class WriteLockProtocol extends ReadWriteHalf {
       resource,
       [resource, rwChannel(resource)],
       [WRITE_UNLOCK_MESSAGE, lease, writerField(owner), publish],
+      requestId,
     );
   }
 

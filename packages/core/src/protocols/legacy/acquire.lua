@@ -9,7 +9,7 @@
             so no legacy fleet reads it; the script that creates it also writes its epoch
             stamp, KEYS[2] .. ":epoch" (same slot;
             nextFence comes from next-fence.lua, prefixed to this script)
-    KEYS[3] owner record: a hash { owner, holds, value, fence } with the lock's TTL, which
+    KEYS[3] owner record: a hash { owner, holds, value, fence, releases } with the lock's TTL, which
             legacy fleets never read; it counts re-entries of the owner that wrote `value`
     KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds

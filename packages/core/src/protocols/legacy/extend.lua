@@ -5,7 +5,7 @@
 
   Input:
     KEYS[2i-1]   lock key of item i
-    KEYS[2i]     owner record of item i (hash { owner, holds, value })
+    KEYS[2i]     owner record of item i (hash { owner, holds, value, fence, releases })
     ARGV[1]      ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2]      lease in those units
     ARGV[2i+1]   the timestamp we last wrote to item i (our token)

@@ -4,7 +4,7 @@
   Input:
     KEYS[1] lock key
     KEYS[2] the per-key counter of earlier versions (holds they took keep their fence there)
-    KEYS[3] owner record (hash { owner, holds, value, fence })
+    KEYS[3] owner record (hash { owner, holds, value, fence, releases })
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] skew margin in ms (as for acquire)
 

@@ -13,7 +13,7 @@ export interface LegacyKeys {
    */
   readonly oldCounter: string;
   /**
-   * `{<name>}:owner`: a hash { owner, holds, value, fence } with the lock's TTL, recording which
+   * `{<name>}:owner`: a hash { owner, holds, value, fence, releases } with the lock's TTL, recording which
    * of our owners wrote `value`, its fence and how often it re-entered. Legacy fleets neither read nor write it;
    * it only counts while the lock key still holds that value, so their takeovers void it.
    */

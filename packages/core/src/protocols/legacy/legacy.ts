@@ -2,6 +2,7 @@ import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { fenceCounter } from '../../fence-counter.js';
 import nextFenceLua from '../../next-fence.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import releaseIdsLua from '../../release-ids.lua';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
@@ -13,7 +14,7 @@ import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
 import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(nextFenceLua + acquireLua);
-const releaseScript = new LuaScript(releaseLua);
+const releaseScript = new LuaScript(releaseIdsLua + releaseLua);
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
 
@@ -117,12 +118,12 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return { acquired: false, remaining: fenceOrRemaining };
     },
 
-    async release(redis, resource, owner, token) {
+    async release(redis, resource, owner, token, _handedOn, id = '') {
       const keys = legacyKeys(resource);
       const left = (await releaseScript.run(
         redis,
         [keys.lock, keys.owner],
-        [token, owner, publishCommand(redis), keys.channel],
+        [token, owner, publishCommand(redis), keys.channel, id],
       )) as number;
       return releaseReply(left);
     },

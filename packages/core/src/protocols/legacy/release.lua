@@ -6,11 +6,13 @@
 
   Input:
     KEYS[1] lock key
-    KEYS[2] owner record (hash { owner, holds, value })
+    KEYS[2] owner record (hash { owner, holds, value, releases })
     ARGV[1] the timestamp we wrote (our token)
     ARGV[2] owner
     ARGV[3] publish command: PUBLISH, or SPUBLISH on a cluster
     ARGV[4] release channel (same slot as KEYS[1])
+    ARGV[5] release id, recorded (field releases) when it takes off one of several holds, so that
+            it is applied once however often it is sent (see release-ids.lua); '' for none
 
   Output:
     0   released (keys deleted, message published)
@@ -18,18 +20,24 @@
     -1  not ours: nothing changed
 ]]
 local rcall = redis.call
-local lock, record, token, owner = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local lock, record, token, owner, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[5]
 
 -- Another type under the name means our string is long gone; GET would raise WRONGTYPE.
 if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
   return -1
 end
 
-local mine = rcall('hmget', record, 'owner', 'holds', 'value')
+local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'releases')
 if mine[1] ~= owner or mine[3] ~= token then
   return -1
 end
+if releaseApplied(mine[4], id) then
+  return tonumber(mine[2])
+end
 if tonumber(mine[2]) > 1 then
+  if id ~= '' then
+    rcall('hset', record, 'releases', releaseIdsWith(mine[4], id))
+  end
   return rcall('hincrby', record, 'holds', -1)
 end
 

@@ -8,7 +8,7 @@
   Output:
     { owner or false, holds, pttl, fence or false }
     owner and holds come from the lock hash (false/0 when free; the NUL-prefixed attempt field
-    is not an owner); pttl is PTTL of the lock key;
+    and the SOH field of applied release ids are not owners); pttl is PTTL of the lock key;
     fence is the holder's (false when free)
 ]]
 local rcall = redis.call
@@ -20,7 +20,7 @@ local owner, holds, fence = false, 0, false
 for i = 1, #fields, 2 do
   if fields[i] == '' then
     fence = fields[i + 1]
-  elseif string.byte(fields[i], 1) ~= 0 then
+  elseif fields[i] ~= '\1' and string.byte(fields[i], 1) ~= 0 then
     owner, holds = fields[i], tonumber(fields[i + 1])
   end
 end

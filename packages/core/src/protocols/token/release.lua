@@ -12,6 +12,8 @@
     ARGV[1] owner
     ARGV[2] publish command: PUBLISH, or SPUBLISH on a cluster
     ARGV[3] release channel (same slot as KEYS[1])
+    ARGV[4] release id, recorded (field SOH) when it takes off one of several holds, so that it
+            is applied once however often it is sent (see release-ids.lua); '' for none
 
   Output:
     0   released (key deleted, nobody queued)
@@ -20,13 +22,21 @@
     n   still held by the owner with n holds left
     -1  not held by this owner: nothing changed
 ]]
-local lock, owner = KEYS[1], ARGV[1]
+local lock, owner, id = KEYS[1], ARGV[1], ARGV[4]
 
 local holds = tonumber(redis.call('hget', lock, owner))
 if not holds then
   return -1
 end
+-- Two HGETs, not one HMGET: HMGET is not in the command set the README gives ACL users.
+local applied = id ~= '' and redis.call('hget', lock, '\1')
+if releaseApplied(applied, id) then
+  return holds
+end
 if holds > 1 then
+  if id ~= '' then
+    redis.call('hset', lock, '\1', releaseIdsWith(applied, id))
+  end
   return redis.call('hincrby', lock, owner, -1)
 end
 

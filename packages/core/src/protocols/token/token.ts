@@ -3,6 +3,7 @@ import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
 import type { HandedGrant, Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import releaseIdsLua from '../../release-ids.lua';
 import { LuaScript } from '../../script.js';
 import { isCluster, publishCommand } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
@@ -16,7 +17,7 @@ import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(nextFenceLua + acquireLua);
 const abandonScript = new LuaScript(nextFenceLua + handOnLua + abandonLua);
-const releaseScript = new LuaScript(nextFenceLua + handOnLua + releaseLua);
+const releaseScript = new LuaScript(nextFenceLua + handOnLua + releaseIdsLua + releaseLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
 const ADDRESSED = 'released:';
@@ -85,7 +86,7 @@ function scriptKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
 
 /**
  * The native format: a hash `{<key>}` holding `owner → hold count` and `'' → fence` with a ms
- * TTL, a fence counter shared by the locks of a namespace (see `fenceCounter`) bumped by every
+ * TTL (and, while re-entered, `SOH → the ids of the last releases that took off a hold`), a fence counter shared by the locks of a namespace (see `fenceCounter`) bumped by every
  * first acquisition, and a release message on `{<key>}:released`. The owner is the token, so
  * release and extend are compare-and-act. Callers that wait are queued in `{<key>}:queue` (by
  * arrival) with a registration lease in `{<key>}:waiters`; a release hands the lock to the first
@@ -133,12 +134,13 @@ export function tokenProtocol(): LockProtocol {
       return { acquired: false, remaining: reply[1]!, serverTime: reply[2] };
     },
 
-    async release(redis, resource, owner, _token, handedOn) {
+    async release(redis, resource, owner, _token, handedOn, id = '') {
       const keys = keysOf(resource);
       const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
         owner,
         publishCommand(redis),
         keys.channel,
+        id,
       ])) as number | string;
       if (typeof left === 'number') return releaseReply(left);
       const grant = grantIn(left);

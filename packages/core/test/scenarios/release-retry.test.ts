@@ -1,0 +1,74 @@
+import {
+  createLocker,
+  type LockProtocol,
+  LockUnavailableError,
+  legacyProtocol,
+  tokenProtocol,
+} from '@lock/core';
+import { startProxy, startRedis } from '@lock/testing';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * S5b: the release of one of two holds runs on Redis, but its answer comes back late (past the
+ * command timeout, and the caller retries as `LockUnavailableError` invites) or not at all (the
+ * connection resets and ioredis resends the command on the next one). One hold must come off,
+ * not two: a second would free the lock under the handle that still holds it.
+ */
+describe.each<[string, () => LockProtocol]>([
+  ['token', () => tokenProtocol()],
+  ['legacy', () => legacyProtocol({ unit: 'ms' })],
+])('S5b: a %s lock held twice by one owner, one release answered late or lost', (_, protocol) => {
+  async function setup(commandTimeout: number) {
+    const server = await startRedis();
+    const proxy = await startProxy({ target: server });
+    const redis = new Redis(proxy.redisOptions);
+    redis.on('error', () => {});
+    await redis.ping();
+    const locker = createLocker({ redis, protocol: protocol(), replication: false, commandTimeout });
+    const observer = createLocker({ redis: server.client(), protocol: protocol(), replication: false });
+    const key = 's5b';
+    // The release script is loaded first: a NOSCRIPT answer would be late too, and nothing would land.
+    await (await locker.acquire(`${key}:warm`, { ttl: 10_000 })).release();
+    const first = await locker.acquire(key, { ttl: 10_000, owner: 'o' });
+    const second = await locker.acquire(key, { ttl: 10_000, owner: 'o' });
+    expect(second.holds).toBe(2);
+    return {
+      proxy,
+      first,
+      second,
+      holds: async () => (await observer.inspect(key)).holds,
+      otherGets: async () => (await observer.tryAcquire(key, { ttl: 1_000 })) !== null,
+      async [Symbol.asyncDispose]() {
+        await locker.close();
+        await observer.close();
+        redis.disconnect();
+        await proxy.stop();
+        await server.stop();
+      },
+    };
+  }
+
+  it('a retry after LockUnavailableError takes off no second hold', async () => {
+    await using run = await setup(300);
+    run.proxy.delay({ downstream: 1_000 });
+    await expect(run.second.release()).rejects.toBeInstanceOf(LockUnavailableError);
+    expect(await run.holds()).toBe(1);
+    run.proxy.pass();
+    expect(await run.second.release()).toBe('held');
+    expect(await run.holds()).toBe(1);
+    expect(await run.otherGets()).toBe(false);
+    expect(await run.first.release()).toBe('released');
+    expect(await run.holds()).toBe(0);
+  });
+
+  it('a resend by ioredis after a connection reset takes off no second hold', async () => {
+    await using run = await setup(5_000);
+    run.proxy.resetAfter(0, 'downstream', 1);
+    expect(await run.second.release()).toBe('held');
+    expect(run.proxy.resets).toBe(1);
+    expect(await run.holds()).toBe(1);
+    expect(await run.otherGets()).toBe(false);
+    expect(await run.first.release()).toBe('released');
+  });
+});
