@@ -1,6 +1,7 @@
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
+  type GraphQLLeafType,
   type GraphQLResolveInfo,
   getNullableType,
   isInputObjectType,
@@ -30,6 +31,11 @@ interface Segment {
   /** As written, e.g. `args.input.orderId`. */
   readonly text: string;
   read(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): unknown;
+  /**
+   * For an argument: its leaf type's `serialize`, applied to a value that is not already a
+   * string, number, bigint or boolean (a custom scalar parsed to an object, such as a `Date`).
+   */
+  readonly serialize?: (value: unknown) => unknown;
 }
 
 // `{{` and `}}` are literal braces, `{…}` a segment, a lone brace a mistake.
@@ -100,16 +106,16 @@ function parseSegment(
     }
     return { text, read: (args, context, info) => fn(args, context, info) };
   }
-  checkArgumentPath(path, field, refuse);
-  return { text, read: (args) => walk(args, path) };
+  const leaf = checkArgumentPath(path, field, refuse);
+  return { text, read: (args) => walk(args, path), serialize: (value) => leaf.serialize(value) };
 }
 
-/** The path must name an argument, then fields of input objects, and end at a scalar or enum. */
+/** The path must name an argument, then fields of input objects, and end at a scalar or enum: answers that type. */
 function checkArgumentPath(
   path: readonly string[],
   field: TemplateField,
   refuse: (why: string) => Error,
-): void {
+): GraphQLLeafType {
   const [name, ...rest] = path as [string, ...string[]];
   const argument = field.args?.[name];
   if (argument === undefined) {
@@ -131,6 +137,7 @@ function checkArgumentPath(
   }
   if (isListType(type) || !isLeafType(type))
     throw refuse(`names ${walked}, which is ${type}: a key segment must be a scalar or an enum`);
+  return type;
 }
 
 function walk(root: unknown, path: readonly string[]): unknown {
@@ -148,7 +155,8 @@ function segmentValue(
   context: unknown,
   info: GraphQLResolveInfo,
 ): string {
-  const value = segment.read(args, context, info);
+  const read = segment.read(args, context, info);
+  const value = segment.serialize && isObject(read) ? segment.serialize(read) : read;
   const coordinate = `${info.parentType.name}.${info.fieldName}`;
   if (value === null || value === undefined)
     throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
@@ -171,4 +179,8 @@ function segmentValue(
  */
 function escapeSegment(value: string): string {
   return value.replace(/[\\:{}]/g, '\\$&');
+}
+
+function isObject(value: unknown): boolean {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }

@@ -9,6 +9,7 @@ import {
   GraphQLNonNull,
   GraphQLObjectType,
   type GraphQLResolveInfo,
+  GraphQLScalarType,
   GraphQLSchema,
   graphql,
 } from 'graphql';
@@ -138,6 +139,27 @@ describe('keys', () => {
     expect(await first).toEqual({ data: { reserve: 'cart:alice\\:b:c' } });
     const other = await run(schema, '{ reserve(user: "a\\\\{x}", sku: "1") }');
     expect(other).toEqual({ data: { reserve: 'cart:a\\\\\\{x\\}:1' } });
+  });
+
+  it('keys a custom scalar parsed to an object, and an enum with object values, by their serialized form', async () => {
+    const schema = build(
+      `scalar Day
+       enum Plan { BASIC PRO }
+       type Query { slot(day: Day!, plan: Plan!): String @locked(key: "slot:{args.day}:{args.plan}") }`,
+      {
+        Day: new GraphQLScalarType({
+          name: 'Day',
+          parseLiteral: (ast) => new Date(`${(ast as { value: string }).value}T00:00:00Z`),
+          parseValue: (value) => new Date(`${value as string}T00:00:00Z`),
+          serialize: (value) => (value as Date).toISOString().slice(0, 10),
+        }),
+        Plan: { BASIC: { tier: 1 }, PRO: { tier: 2 } },
+        Query: { slot: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).key },
+      },
+    );
+    expect(await run(schema, '{ slot(day: "2026-11-26", plan: PRO) }')).toEqual({
+      data: { slot: 'slot:2026-11-26:PRO' },
+    });
   });
 });
 
