@@ -1,11 +1,12 @@
 import {
   createLocker,
+  createRedlock,
   type LockProtocol,
   LockUnavailableError,
   legacyProtocol,
   tokenProtocol,
 } from '@lock/core';
-import { startProxy, startRedis } from '@lock/testing';
+import { startMasters, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 
@@ -71,4 +72,36 @@ describe.each<[string, () => LockProtocol]>([
     expect(await run.otherGets()).toBe(false);
     expect(await run.first.release()).toBe('released');
   });
+});
+
+it('S5b: RedLock over 3 masters, one release of a lock held twice answered late everywhere, then retried', async () => {
+  await using masters = await startMasters(3);
+  const proxies = await Promise.all(masters.servers.map((server) => startProxy({ target: server })));
+  const clients = proxies.map((proxy) => {
+    const redis = new Redis(proxy.redisOptions);
+    redis.on('error', () => {});
+    return redis;
+  });
+  const locker = createRedlock({ clients, commandTimeout: 300 });
+  const observer = createRedlock({ clients: masters.clients() });
+  try {
+    // The release script is loaded first on every master: a late NOSCRIPT would land nothing.
+    await (await locker.acquire('s5b:warm', { ttl: 10_000 })).release();
+    const first = await locker.acquire('s5b', { ttl: 10_000, owner: 'o' });
+    const second = await locker.acquire('s5b', { ttl: 10_000, owner: 'o' });
+    expect(second.holds).toBe(2);
+    for (const proxy of proxies) proxy.delay({ downstream: 1_000 });
+    await expect(second.release()).rejects.toThrow();
+    expect((await observer.inspect('s5b')).holds).toBe(1);
+    for (const proxy of proxies) proxy.pass();
+    expect(await second.release()).toBe('held');
+    expect((await observer.inspect('s5b')).holds).toBe(1);
+    expect(await observer.tryAcquire('s5b', { ttl: 1_000 })).toBeNull();
+    expect(await first.release()).toBe('released');
+  } finally {
+    await locker.close();
+    await observer.close();
+    for (const redis of clients) redis.disconnect();
+    await Promise.all(proxies.map((proxy) => proxy.stop()));
+  }
 });
