@@ -1,3 +1,4 @@
+import { IncomingMessage } from 'node:http';
 import type { Lock } from '@lock/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
@@ -27,6 +28,73 @@ export type RefusalHandler = (
   refusal: LockRefusal,
 ) => unknown;
 
+/**
+ * Properties a request has before any middleware of the app ran, besides those of
+ * `IncomingMessage.prototype`: the instance fields Node sets, what Express's request prototype
+ * (4 and 5) and router add, and `body` (body parsers). Storing the handle over one breaks the app.
+ */
+const REQUEST_PROPERTIES: ReadonlySet<string> = new Set([
+  // node:http IncomingMessage and Readable instance fields
+  'socket',
+  'httpVersion',
+  'httpVersionMajor',
+  'httpVersionMinor',
+  'complete',
+  'rawHeaders',
+  'rawTrailers',
+  'joinDuplicateHeaders',
+  'aborted',
+  'upgrade',
+  'url',
+  'method',
+  'statusCode',
+  'statusMessage',
+  'client',
+  '_readableState',
+  '_events',
+  '_eventsCount',
+  '_maxListeners',
+  // Express request prototype
+  'get',
+  'header',
+  'accepts',
+  'acceptsEncodings',
+  'acceptsEncoding',
+  'acceptsCharsets',
+  'acceptsCharset',
+  'acceptsLanguages',
+  'acceptsLanguage',
+  'range',
+  'param',
+  'is',
+  'protocol',
+  'secure',
+  'ip',
+  'ips',
+  'subdomains',
+  'path',
+  'hostname',
+  'host',
+  'fresh',
+  'stale',
+  'xhr',
+  'query',
+  // set by Express, its router and body parsers
+  'params',
+  'body',
+  'route',
+  'baseUrl',
+  'originalUrl',
+  'res',
+  'next',
+  'app',
+  '_parsedUrl',
+  '_parsedOriginalUrl',
+]);
+
+const onRequest = (property: string): boolean =>
+  REQUEST_PROPERTIES.has(property) || property in IncomingMessage.prototype;
+
 /** Options of `lock()`. */
 export interface ExpressLockOptions extends CommonLockOptions<Request> {
   /**
@@ -34,20 +102,24 @@ export interface ExpressLockOptions extends CommonLockOptions<Request> {
    * problem+json body. It may call `next()` to run the route anyway. Default: that answer.
    */
   readonly handler?: RefusalHandler;
-  /** The property of `req` the lock handle is stored on. Default: `'lock'`. */
+  /**
+   * The property of `req` the lock handle is stored on. Default: `'lock'`. Names a request
+   * already has (`params`, `body`, `query`, `socket`, `headers`, …) and `__proto__`,
+   * `constructor`, `prototype` are refused with `InvalidOptionError`.
+   */
   readonly requestPropertyName?: string;
 }
 
 /**
  * Route middleware that holds a lock on the request's key from before the handler runs until
- * the response closes, so requests for the same resource run one at a time and requests for
+ * the response closes (or its connection does), so requests for the same resource run one at a time and requests for
  * different resources in parallel. Works on Express 4 and 5: its own failures go to `next(err)`
  * under both.
  */
 export function lock(options: ExpressLockOptions): RequestHandler {
   const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
-  const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName');
+  const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName', onRequest);
   const gate = createGate(settings, (req: Request) => ({
     params: req.params,
     query: req.query,
@@ -56,11 +128,13 @@ export function lock(options: ExpressLockOptions): RequestHandler {
   }));
 
   return function lockMiddleware(req, res, next) {
-    const proceed = (held: Lock | undefined) => {
+    // Returns nothing: Express has no signal of the handler's end, so the lock lasts exactly as
+    // long as the response (and its connection).
+    const proceed = (held: Lock | undefined): void => {
       if (held) (req as unknown as Record<string, unknown>)[property] = held;
       next();
     };
-    gate(req, res, proceed).then((outcome) => {
+    gate(req, res, proceed, req).then((outcome) => {
       if (outcome.kind !== 'refused') return;
       new Promise((resolve) => resolve(handler(req, res, next, outcome.refusal))).catch(next);
     }, next);

@@ -47,6 +47,32 @@ for (const version of versions) {
       expect((await request(server).get('/orders/1')).body).toEqual({ key: 'order:1', lock: null });
     });
 
+    it('refuses a requestPropertyName that is on every request or reaches its prototype, naming it', () => {
+      for (const requestPropertyName of [
+        '__proto__',
+        'constructor',
+        'prototype',
+        'params',
+        'body',
+        'query',
+        'socket',
+        'headers',
+        'get',
+        'on',
+      ]) {
+        expect(() => lock({ locker, key: 'k', requestPropertyName })).toThrow(
+          expect.objectContaining({
+            name: 'InvalidOptionError',
+            code: 'ERR_LOCK_INVALID_OPTION',
+            option: 'requestPropertyName',
+            value: requestPropertyName,
+            message: expect.stringContaining(JSON.stringify(requestPropertyName)),
+          }),
+        );
+      }
+      expect(() => lock({ locker, key: 'k', requestPropertyName: 'orderLock' })).not.toThrow();
+    });
+
     it('lets a custom handler answer a refusal', async () => {
       const handler = vi.fn<RefusalHandler>((_req, res, _next, refusal) => {
         res.status(refusal.statusCode).json({ custom: refusal.reason, retryAfter: refusal.retryAfter });

@@ -26,14 +26,18 @@ export interface KoaLockOptions extends CommonLockOptions<Context> {
    * problem+json body. Default: that answer.
    */
   readonly handler?: RefusalHandler;
-  /** The key of `ctx.state` the lock handle is stored under. Default: `'lock'`. */
+  /**
+   * The key of `ctx.state` the lock handle is stored under. Default: `'lock'`. `__proto__`,
+   * `constructor` and `prototype` are refused with `InvalidOptionError`.
+   */
   readonly stateKey?: string;
 }
 
 /**
  * Router middleware that holds a lock on the request's key from before the handler runs until
- * `ctx.res` closes: never merely until `await next()` returns, because a streamed body is still
- * being written then. Works on Koa 2 and 3 with @koa/router.
+ * both `ctx.res` has closed (or its connection has) and `await next()` has settled: never merely
+ * until `next()` returns, because a streamed body is still being written then, and never merely
+ * until the response closes, because after a client abort the handler is still running. Works on Koa 2 and 3 with @koa/router.
  */
 export function lock(options: KoaLockOptions): Middleware {
   const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
@@ -48,10 +52,18 @@ export function lock(options: KoaLockOptions): Middleware {
 
   return async function lockMiddleware(ctx, next) {
     let downstream: Promise<unknown> | undefined;
-    const outcome = await gate(ctx, ctx.res, (held) => {
-      if (held) ctx.state[stateKey] = held;
-      downstream = next();
-    });
+    // Returning `downstream` keeps the lock until the handler has settled, even when the client
+    // aborts first: the response closing alone must not let a second request in while it runs.
+    const outcome = await gate(
+      ctx,
+      ctx.res,
+      (held) => {
+        if (held) ctx.state[stateKey] = held;
+        downstream = next();
+        return downstream;
+      },
+      ctx.req,
+    );
     if (outcome.kind === 'refused') await handler(ctx, outcome.refusal);
     await downstream;
   };

@@ -1,14 +1,26 @@
 import type { Server } from 'node:http';
 import Router from '@koa/router';
-import type { Locker } from '@lock/core';
+import type { Lock, Locker } from '@lock/core';
+import type { RedisServer } from '@lock/testing';
+import { waitFor } from '@lock/testing';
 import Koa3 from 'koa';
 import Koa2 from 'koa2';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { useLockFixture } from '../../express/test/support/fixture.js';
+import { openRequest } from '../../express/test/support/http.js';
 import { describeLockMiddleware } from '../../express/test/support/lock-suite.js';
 import { lock, type RefusalHandler } from '../src/index.js';
 import { answerErrors, type KoaVersion, koaAdapter, serveApp } from './koa-adapter.js';
+
+/** A promise the test settles by hand, to order what the handlers do. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
 
 const versions: KoaVersion[] = [
   { name: 'Koa 3', Koa: Koa3 },
@@ -20,8 +32,9 @@ for (const version of versions) {
 
   describe(`${version.name}: Koa specifics`, () => {
     let locker!: Locker;
+    let redisServer!: RedisServer;
     const track = useLockFixture((fixture) => {
-      ({ locker } = fixture);
+      ({ locker, redisServer } = fixture);
     });
 
     async function serve(build: (app: Koa3, router: Router) => void): Promise<Server> {
@@ -33,6 +46,80 @@ for (const version of versions) {
       track(server);
       return server;
     }
+
+    it('keeps the lock until the handler of an aborted request settled: a second request never runs beside it', async () => {
+      let inside = 0;
+      let mostInside = 0;
+      const entered = { a: deferred(), b: deferred() };
+      const leave = { a: deferred(), b: deferred() };
+      const aClosed = deferred();
+      const handles: Record<string, Lock | undefined> = {};
+      const server = await serve((_app, router) =>
+        router.get('/orders/:id', lock({ locker, key: 'abort:{params.id}', wait: 5_000 }), async (ctx) => {
+          const who = ctx.query.who as 'a' | 'b';
+          inside += 1;
+          mostInside = Math.max(mostInside, inside);
+          handles[who] = ctx.state.lock;
+          ctx.res.once('close', () => {
+            if (who === 'a') aClosed.resolve();
+          });
+          entered[who].resolve();
+          await leave[who].promise;
+          inside -= 1;
+          ctx.body = { who };
+        }),
+      );
+      const a = openRequest(server, '/orders/1?who=a');
+      await entered.a.promise;
+      a.abort();
+      // The server saw the abort: its response closed while the handler still runs.
+      await aClosed.promise;
+      const b = request(server)
+        .get('/orders/1?who=b')
+        .then((response) => response);
+      // B either got in (the bug) or waits for the lock: it subscribes to the lock's release
+      // channel only after a refused attempt.
+      const admin = redisServer.client();
+      const bWaits = async () => ((await admin.pubsub('CHANNELS', '*abort:1*')) as string[]).length > 0;
+      let bIn = false;
+      entered.b.promise.then(() => {
+        bIn = true;
+      });
+      await waitFor('B to enter or to wait for the lock', async () => bIn || (await bWaits()), {
+        timeout: 5_000,
+        interval: 10,
+      });
+      const heldWhileAInside = {
+        released: handles.a?.released,
+        held: (await locker.inspect('abort:1')).held,
+      };
+      leave.a.resolve();
+      await entered.b.promise;
+      leave.b.resolve();
+      const answered = await b;
+      expect(heldWhileAInside).toEqual({ released: false, held: true });
+      expect(mostInside).toBe(1);
+      expect([answered.status, answered.body]).toEqual([200, { who: 'b' }]);
+      await waitFor('abort:1 to be free', async () => !(await locker.isLocked('abort:1')), {
+        timeout: 5_000,
+        interval: 10,
+      });
+    });
+
+    it('refuses a stateKey that reaches the prototype of ctx.state, naming it', () => {
+      for (const stateKey of ['__proto__', 'constructor', 'prototype']) {
+        expect(() => lock({ locker, key: 'k', stateKey })).toThrow(
+          expect.objectContaining({
+            name: 'InvalidOptionError',
+            code: 'ERR_LOCK_INVALID_OPTION',
+            option: 'stateKey',
+            value: stateKey,
+            message: expect.stringContaining(JSON.stringify(stateKey)),
+          }),
+        );
+      }
+      expect(() => lock({ locker, key: 'k', stateKey: 'orderLock' })).not.toThrow();
+    });
 
     it('stores the handle under stateKey', async () => {
       const server = await serve((_app, router) =>

@@ -4,23 +4,40 @@ import type { KeySources } from './key-template.js';
 import type { LockSettings } from './options.js';
 import { busyRefusal, isBusy, isUnavailable, type LockRefusal, unavailableRefusal } from './refusal.js';
 import { keyOf } from './request-key.js';
-import { type ClosableResponse, lockForResponse } from './response-lock.js';
+import { type ClosableRequest, type ClosableResponse, lockForResponse } from './response-lock.js';
 import { WarnOnce } from './warnings.js';
 
 /** What became of a request. */
 export type GateOutcome =
-  /** `proceed` was called: with the lock (released when the response closes), or without one (skipped, or failing open). */
+  /**
+   * `proceed` was called: with the lock (released once the response lifetime is over and the
+   * promise `proceed` returned has settled), or without one (skipped, or failing open).
+   */
   | { readonly kind: 'proceeded' }
   /** Answer with the refusal instead of running the handler. */
   | { readonly kind: 'refused'; readonly refusal: LockRefusal }
-  /** The response closed while the request waited (the client went away): do nothing more. */
+  /** The response lifetime ended while the request waited (the client went away): do nothing more. */
   | { readonly kind: 'gone' };
 
-/** Runs the rest of the request: the adapter stores the handle and calls the next middleware. */
-export type Proceed = (lock: Lock | undefined) => void;
+/**
+ * Runs the rest of the request: the adapter stores the handle and calls the next middleware. It
+ * may return a promise of the rest of the request (Koa's `next()`): the lock is then held until
+ * it has settled as well, even when the response closed before (a client abort mid-handler).
+ */
+export type Proceed = (lock: Lock | undefined) => unknown;
 
-/** Decides one request; rejects with `RequestKeyError` (no usable key) or whatever else went wrong. */
-export type Gate<C> = (context: C, res: ClosableResponse, proceed: Proceed) => Promise<GateOutcome>;
+/**
+ * Decides one request; rejects with `RequestKeyError` (no usable key) or whatever else went
+ * wrong. `req` is the Node request (Express `req`, Koa `ctx.req`): the close of its connection
+ * ends the response lifetime too, which a pipelined response queued behind another never
+ * reports itself. Give it; without it such a response keeps its lock while the lease is renewed.
+ */
+export type Gate<C> = (
+  context: C,
+  res: ClosableResponse,
+  proceed: Proceed,
+  req?: ClosableRequest,
+) => Promise<GateOutcome>;
 
 const PROCEEDED: GateOutcome = { kind: 'proceeded' };
 const GONE: GateOutcome = { kind: 'gone' };
@@ -39,14 +56,22 @@ export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C)
       ),
     );
 
-  return async (context, res, proceed) => {
+  return async (context, res, proceed, req) => {
     if (settings.skip && (await settings.skip(context))) {
       proceed(undefined);
       return PROCEEDED;
     }
     const key = await resolveKey(context);
     try {
-      const proceeded = await lockForResponse(res, settings.locker, key, settings.acquire, proceed, ended);
+      const proceeded = await lockForResponse(
+        res,
+        req,
+        settings.locker,
+        key,
+        settings.acquire,
+        proceed,
+        ended,
+      );
       if (proceeded) warnings.reset(FAIL_OPEN);
       return proceeded ? PROCEEDED : GONE;
     } catch (error) {

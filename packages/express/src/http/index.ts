@@ -14,4 +14,4 @@ export {
   type ValidationName,
 } from './options.js';
 export { type LockProblem, type LockRefusal, PROBLEM_CONTENT_TYPE } from './refusal.js';
-export type { ClosableResponse } from './response-lock.js';
+export type { ClosableConnection, ClosableRequest, ClosableResponse } from './response-lock.js';

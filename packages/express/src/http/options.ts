@@ -131,10 +131,35 @@ export function checkFunction<F>(value: F, name: string): F {
   return value;
 }
 
-/** Checks an option that names a property the handle is stored under. */
-export function checkPropertyName(value: unknown, name: string): string {
+/** Names no handle may be stored under: they reach or replace an object's prototype. */
+const PROTOTYPE_NAMES: readonly string[] = ['__proto__', 'constructor', 'prototype'];
+
+/**
+ * Checks an option that names a property the handle is stored under: a non-empty string, not
+ * `__proto__`, `constructor` or `prototype`, and none of the names `taken` says the target
+ * object already uses (`req.params`, `req.socket`, … for Express).
+ */
+export function checkPropertyName(
+  value: unknown,
+  name: string,
+  taken: (property: string) => boolean = () => false,
+): string {
   if (typeof value !== 'string' || value.length === 0)
     throw new InvalidOptionError(name, value, 'a non-empty string');
+  if (PROTOTYPE_NAMES.includes(value)) {
+    throw new InvalidOptionError(
+      name,
+      value,
+      `a property name other than ${PROTOTYPE_NAMES.join(', ')}, such as 'lock'`,
+    );
+  }
+  if (taken(value)) {
+    throw new InvalidOptionError(
+      name,
+      value,
+      "a property name the request does not already use, such as 'lock'",
+    );
+  }
   return value;
 }
 

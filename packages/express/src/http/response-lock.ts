@@ -8,35 +8,104 @@ export interface ClosableResponse {
   off(event: 'close', listener: () => void): unknown;
 }
 
+/** The connection of a request (`req.socket`): its 'close' is the client going away. */
+export interface ClosableConnection {
+  /** True once the connection is destroyed (set before 'close' is emitted). */
+  readonly destroyed: boolean;
+  once(event: 'close', listener: () => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * The part of a Node `IncomingMessage` (Express `req`, Koa `ctx.req`) the lock follows: its
+ * connection. A pipelined response queued behind another one on the same connection has no
+ * socket yet and gets neither 'finish' nor 'close' when the client goes away; only the
+ * connection's 'close' says so.
+ */
+export interface ClosableRequest {
+  readonly socket: ClosableConnection | null | undefined;
+}
+
+interface ConnectionWatch {
+  readonly listeners: Set<() => void>;
+  readonly fire: () => void;
+}
+
+const watches = new WeakMap<ClosableConnection, ConnectionWatch>();
+
+/**
+ * Calls `listener` when `connection` closes; returns what stops watching. A connection gets one
+ * 'close' listener however many requests on it wait or hold a lock (pipelined requests do not
+ * pile up listeners), and none once none does.
+ */
+function watchConnection(connection: ClosableConnection, listener: () => void): () => void {
+  let watch = watches.get(connection);
+  if (watch === undefined) {
+    const listeners = new Set<() => void>();
+    const fire = () => {
+      watches.delete(connection);
+      for (const each of [...listeners]) each();
+    };
+    watch = { listeners, fire };
+    watches.set(connection, watch);
+    connection.once('close', fire);
+  }
+  const current = watch;
+  current.listeners.add(listener);
+  return () => {
+    if (!current.listeners.delete(listener) || current.listeners.size > 0) return;
+    if (watches.get(connection) !== current) return;
+    watches.delete(connection);
+    connection.off('close', current.fire);
+  };
+}
+
 /**
  * Holds `key` for the lifetime of `res`: `proceed(lock)` runs inside the lock's critical
  * section (so the handler re-enters it with `locker.using(key, …)`), and the lock is released
- * exactly once, when `res` emits 'close'. That event follows a normal finish and a client
- * abort, also mid-stream, so neither a streamed body still being written nor a vanished client
- * keeps the lock. Resolves with true once `proceed` was called, false when the response closed
- * first (the wait was aborted; nothing is left in Redis); rejects with the acquire's error.
- * `ended` gets what went wrong after `proceed`: a failed release, or the lock lost meanwhile.
+ * exactly once, when the response lifetime is over AND the promise `proceed` returned (if any)
+ * has settled. The response lifetime is over at the first of `res` 'close' (a normal finish, or
+ * a client abort, also mid-stream) and the 'close' of `req`'s connection (the client went away
+ * while the response was queued behind a pipelined one, which gets no 'close' of its own).
+ * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
+ * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
+ * went wrong after `proceed`: a failed release, or the lock lost meanwhile. The listeners it
+ * adds are removed once the lifetime is over or the acquire failed: a keep-alive connection
+ * serving many requests does not collect them.
  */
 export function lockForResponse(
   res: ClosableResponse,
+  req: ClosableRequest | undefined,
   locker: Locker,
   key: string,
   options: Pick<AcquireOptions, 'ttl' | 'wait' | 'renew'>,
-  proceed: (lock: Lock) => void,
+  proceed: (lock: Lock) => unknown,
   ended: (error: unknown) => void,
 ): Promise<boolean> {
-  if (res.closed) return Promise.resolve(false);
+  const connection = req?.socket ?? undefined;
+  if (res.closed || connection?.destroyed) return Promise.resolve(false);
   const gone = new AbortController();
   let over!: () => void;
   const responseOver = new Promise<void>((resolve) => {
     over = resolve;
   });
   let holding = false;
-  // While waiting, any 'close' ends the wait: after a client abort nobody reads the answer, and
-  // after a finish (another middleware answered) the handler will not run either.
-  const closed = () =>
-    holding ? over() : gone.abort(new Error('the response closed before its lock was acquired'));
+  let listening = true;
+  const detach = () => {
+    if (!listening) return;
+    listening = false;
+    res.off('close', closed);
+    unwatch?.();
+  };
+  // While waiting, the end of the lifetime ends the wait: after a client abort nobody reads the
+  // answer, and after a finish (another middleware answered) the handler will not run either.
+  function closed(): void {
+    detach();
+    if (holding) over();
+    else gone.abort(new Error('the response closed before its lock was acquired'));
+  }
   res.once('close', closed);
+  const unwatch = connection && watchConnection(connection, closed);
   return new Promise((resolve, reject) => {
     locker
       .using(
@@ -44,21 +113,23 @@ export function lockForResponse(
         // Never re-enter a hold that encloses the server itself: every request is its own owner.
         { ...options, signal: gone.signal, reentrant: false },
         async (lock) => {
-          // 'close' may have come between the grant and this call.
+          // The lifetime may have ended between the grant and this call.
           if (gone.signal.aborted) return;
           holding = true;
           resolve(true);
-          proceed(lock);
-          await responseOver;
+          const work = proceed(lock);
+          // The adapter's own error handling deals with a rejection of `work`.
+          await Promise.allSettled([responseOver, work]);
         },
       )
       .then(
         () => {
+          detach();
           if (!holding) resolve(false);
         },
         (error: unknown) => {
+          detach();
           if (holding) return ended(error);
-          res.off('close', closed);
           if (gone.signal.aborted) resolve(false);
           else reject(error);
         },

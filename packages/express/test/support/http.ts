@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import http, { type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 /** Listens on a free loopback port. */
 export async function listen(server: Server): Promise<Server> {
@@ -49,4 +49,53 @@ export function openRequest(server: Server, path: string): OpenRequest {
   body.catch(() => {});
   req.end();
   return { firstChunk, body, abort: () => req.destroy() };
+}
+
+/** A raw keep-alive connection that sends requests pipelined, as an HTTP/1.1 client may. */
+export interface PipelinedConnection {
+  /** Everything the server sent so far. */
+  received(): string;
+  /** How many responses (status lines) arrived so far. */
+  responses(): number;
+  /** Sends one more GET on the same connection. */
+  write(path: string): void;
+  /** Drops the connection, as a client that goes away does. */
+  destroy(): void;
+}
+
+/** Opens a connection and writes a GET for each path at once, without waiting for any answer. */
+export async function pipeline(server: Server, paths: readonly string[]): Promise<PipelinedConnection> {
+  const { port } = server.address() as AddressInfo;
+  const socket = net.connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let text = '';
+  socket.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  // The test drops the connection itself; a reset that follows is expected.
+  socket.on('error', () => {});
+  const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: test\r\n\r\n`;
+  socket.write(paths.map(get).join(''));
+  return {
+    received: () => text,
+    write: (path) => socket.write(get(path)),
+    responses: () => text.match(/HTTP\/1\.1 \d{3} /g)?.length ?? 0,
+    destroy: () => socket.destroy(),
+  };
+}
+
+/** The server side of one accepted connection, and its 'close' listeners once Node had set it up. */
+export interface AcceptedConnection {
+  readonly socket: net.Socket;
+  readonly baselineCloseListeners: number;
+}
+
+/** The server side of each connection `server` accepts from now on, in order. */
+export function acceptedConnections(server: Server): AcceptedConnection[] {
+  const accepted: AcceptedConnection[] = [];
+  // Node's own connection listener was added when the server was made, so it has run by now.
+  server.on('connection', (socket: net.Socket) =>
+    accepted.push({ socket, baselineCloseListeners: socket.listenerCount('close') }),
+  );
+  return accepted;
 }

@@ -6,7 +6,7 @@ import { useRedis } from '@lock/testing/vitest';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { close, openRequest } from './http.js';
+import { acceptedConnections, close, openRequest, pipeline } from './http.js';
 import { Gate, Intervals, observed, within } from './recorder.js';
 
 /** One route of a test app: the lock options and a framework-neutral handler. */
@@ -257,6 +257,114 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       streaming.abort();
       await freed('file:2');
       rest.open();
+    });
+
+    describe('HTTP/1.1 pipelining', () => {
+      it('releases the lock of a queued response when the client disconnects, so a new request gets 200', async () => {
+        const first = new Gate();
+        const entered: string[] = [];
+        const server = await serve({
+          path: '/orders/:id',
+          // No ttl: a renewed lease, which only the end of the response lifetime ends.
+          options: { locker, key: 'order:{params.id}', wait: 0 },
+          handle: async (lock) => {
+            entered.push(lock?.key ?? 'unlocked');
+            if (lock?.key === 'order:1') await first.pass();
+            return { ok: true };
+          },
+        });
+        const client = await pipeline(server, ['/orders/1', '/orders/2']);
+        // The second handler ran and answered; its response is queued behind the first one's.
+        await waitFor('both handlers to have run', async () => entered.length === 2, bound);
+        expect(entered).toEqual(['order:1', 'order:2']);
+        expect((await locker.inspect('order:2')).held).toBe(true);
+        client.destroy();
+        await freed('order:2');
+        expect((await locker.inspect('order:2')).held).toBe(false);
+        first.open();
+        await freed('order:1');
+        const fresh = await request(server).get('/orders/2');
+        expect(fresh.status).toBe(200);
+      });
+
+      it('stops a queued request waiting for its lock when the client disconnects: it never takes it', async () => {
+        const first = new Gate();
+        const entered: string[] = [];
+        const server = await serve({
+          path: '/orders/:id',
+          options: { locker, key: 'order:{params.id}', wait: 20_000 },
+          handle: async (lock) => {
+            entered.push(lock?.key ?? 'unlocked');
+            if (lock?.key === 'order:1') await first.pass();
+            return { ok: true };
+          },
+        });
+        const holder = await locker.acquire('order:3');
+        const client = await pipeline(server, ['/orders/1', '/orders/3']);
+        await waitFor(
+          'the second request to wait for its lock',
+          // The test's own acquire of the holder, then the request's.
+          async () => acquires.filter((a) => a.key === 'order:3').length === 2,
+          bound,
+        );
+        client.destroy();
+        const waited = acquires.filter((a) => a.key === 'order:3')[1]!;
+        expect(await within(waited.result)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+        await holder.release();
+        first.open();
+        await freed('order:1');
+        expect((await locker.inspect('order:3')).held).toBe(false);
+        expect(entered).toEqual(['order:1']);
+        expect((await request(server).get('/orders/3')).status).toBe(200);
+      });
+
+      it("adds at most one 'close' listener to a keep-alive connection, and none once its requests are done", async () => {
+        const go = new Gate();
+        const ids = Array.from({ length: 15 }, (_, i) => i + 20);
+        let entered = 0;
+        const server = await serve({
+          path: '/orders/:id',
+          options: { locker, key: 'order:{params.id}', wait: 0 },
+          handle: async () => {
+            entered += 1;
+            await go.pass();
+            return { ok: true };
+          },
+        });
+        const accepted = acceptedConnections(server);
+        const client = await pipeline(
+          server,
+          ids.map((id) => `/orders/${id}`),
+        );
+        await waitFor('all 15 handlers to hold their locks', async () => entered === 15, bound);
+        const [connection] = accepted;
+        expect(accepted).toHaveLength(1);
+        // For the one response being written: Node's listener, and Koa's (on-finished). For the
+        // 15 requests holding their locks together: one of the middleware's, not 15.
+        expect(connection!.socket.listenerCount('close')).toBeLessThanOrEqual(
+          connection!.baselineCloseListeners + 3,
+        );
+        go.open();
+        await waitFor('15 answers', async () => client.responses() === 15, bound);
+        for (const id of ids) await freed(`order:${id}`);
+        await waitFor(
+          "the connection's 'close' listeners to be back to their baseline",
+          async () => connection!.socket.listenerCount('close') === connection!.baselineCloseListeners,
+          bound,
+        );
+        expect(connection!.socket.destroyed).toBe(false);
+        // The same connection serves a later request, and still ends where it began.
+        const before = client.responses();
+        client.write('/orders/20');
+        await waitFor('the later answer', async () => client.responses() === before + 1, bound);
+        await freed('order:20');
+        await waitFor(
+          "the connection's 'close' listeners to be back to their baseline",
+          async () => connection!.socket.listenerCount('close') === connection!.baselineCloseListeners,
+          bound,
+        );
+        client.destroy();
+      });
     });
 
     it('releases when the handler throws', async () => {
