@@ -64,7 +64,8 @@ export class Acquisitions {
           [ATTR_LOCK_KEY]: pattern,
           [ATTR_LOCK_PROTOCOL]: call.protocol,
           [ATTR_LOCK_TTL_MS]: call.ttl,
-          [ATTR_LOCK_WAIT_LIMIT_MS]: call.wait,
+          // An unbounded wait (`wait: Infinity`) has no limit to record: the attribute is an int.
+          ...(Number.isFinite(call.wait) && { [ATTR_LOCK_WAIT_LIMIT_MS]: call.wait }),
         },
       },
       parent,

@@ -16,16 +16,17 @@ import type { Telemetry } from './telemetry.js';
 /** How a hold ended, as `lock.hold.outcome` records it. */
 export type HoldOutcome = 'released' | 'not-owner' | 'lost';
 
-/** One lock this process holds, with every re-entrant handle of its owner. */
+/**
+ * One lock this process holds, with every re-entrant handle of its owner. Handles are not
+ * counted here: instrumentation may start (or be re-enabled) while a lock is already held, so
+ * only core knows how many handles remain, and says so in each release's `result`.
+ */
 interface Hold {
   readonly span: Span;
   readonly metricAttributes: Attributes;
   readonly startedAt: number;
-  handles: number;
   renewals: number;
   extensions: number;
-  /** Whether a release found the lock already gone. */
-  gone: boolean;
 }
 
 /** The `lock.held` spans, the hold histogram and the held, loss and renewal counts. */
@@ -40,10 +41,7 @@ export class Holds {
     this.telemetry.metrics.acquisitions.add(1, { ...metricAttributes, [ATTR_LOCK_REENTRY]: event.holds > 1 });
     const id = holdId(event);
     const known = this.holds.get(id);
-    if (known) {
-      known.handles += 1;
-      return;
-    }
+    if (known) return;
     const span = this.telemetry.tracer.startSpan(
       `lock.held ${pattern}`,
       {
@@ -60,23 +58,22 @@ export class Holds {
       span,
       metricAttributes,
       startedAt: performance.now(),
-      handles: 1,
       renewals: 0,
       extensions: 0,
-      gone: false,
     });
     this.telemetry.metrics.held.add(1, metricAttributes);
   }
 
-  /** A handle was released; the hold ends with its last handle. */
+  /**
+   * A handle was released. The hold ends when core says the lock is given up (`released`) or
+   * was already gone (`not-owner`); `held` means the owner still holds it through other handles,
+   * and a release that failed (`error`) gave nothing up: the handle may release again.
+   */
   released(event: ReleaseEvent): void {
+    if (event.result !== 'released' && event.result !== 'not-owner') return;
     const id = holdId(event);
     const hold = this.holds.get(id);
-    // A release that failed gave nothing up: the handle may release again.
-    if (!hold || event.result === 'error') return;
-    hold.gone ||= event.result === 'not-owner';
-    hold.handles -= 1;
-    if (hold.handles === 0) this.end(id, hold, hold.gone ? 'not-owner' : 'released');
+    if (hold) this.end(id, hold, event.result);
   }
 
   extended(event: ExtendEvent): void {

@@ -2,9 +2,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Channel } from 'node:diagnostics_channel';
 import type { RenewEvent } from '@lock/core';
 import { acquireTracing, lockEvents } from '@lock/core';
-import { context, diag } from '@opentelemetry/api';
+import { type Context, context, diag } from '@opentelemetry/api';
 import { type AcquireCall, type Acquisition, Acquisitions } from './acquisitions.js';
 import { ATTR_LOCK_PROTOCOL } from './attributes.js';
+import { type ActiveContext, bindContext } from './context-binding.js';
 import { contextStorage } from './context-storage.js';
 import type { AcquireEvent, ExtendEvent, LostEvent, ReleaseEvent } from './events.js';
 import { Holds } from './holds.js';
@@ -27,7 +28,8 @@ export interface LockInstrumentation {
 /**
  * Records every lock of every `@lock/*` locker in this process as OpenTelemetry spans and
  * metrics, from the diagnostics channels core publishes on (which cost nothing until this
- * subscribes). Call it once, after the OpenTelemetry SDK has started.
+ * subscribes). Call it once, after the OpenTelemetry SDK has started. Instrumentations called
+ * more than once each record every lock, and each `disable()` stops only its own.
  */
 export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstrumentation {
   const telemetry = createTelemetry(checkOptions(options));
@@ -39,7 +41,7 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
   const ofCall = shielded('start an acquire span', (call: AcquireCall) => acquisitions.of(call));
 
   const stores: BoundStore[] = [bound(calls, ofCall)];
-  if (otelStorage) stores.push(bound(otelStorage, (call) => ofCall(call)?.active ?? context.active()));
+  if (otelStorage) stores.push(sharedBinding(otelStorage, (call) => ofCall(call)?.active));
   else
     diag.warn('@lock/otel: no AsyncLocalStorageContextManager registered; acquire spans will not be active');
   const subscriptions: [Channel, Listener][] = [
@@ -95,14 +97,31 @@ interface BoundStore {
 }
 
 /**
- * A store made current by `acquireTracing.start` for the whole of each acquire call. (Node's
- * typings allow one store type per channel; this binds two.)
+ * A store of this instrumentation's own made current by `acquireTracing.start` for the whole of
+ * each acquire call. (Node's typings allow one store type per channel; this binds two.)
  */
 function bound<T>(store: AsyncLocalStorage<T>, transform: (call: AcquireCall) => T): BoundStore {
   const start = acquireTracing.start as unknown as Channel<T, AcquireCall>;
   return {
     bind: () => start.bindStore(store, transform),
     unbind: () => start.unbindStore(store),
+  };
+}
+
+/**
+ * OpenTelemetry's context storage, which every instrumentation in the process binds to the same
+ * channel: shared, see `bindContext`.
+ */
+function sharedBinding(storage: AsyncLocalStorage<Context>, use: ActiveContext): BoundStore {
+  let unbind: (() => void) | undefined;
+  return {
+    bind: () => {
+      unbind ??= bindContext(storage, use);
+    },
+    unbind: () => {
+      unbind?.();
+      unbind = undefined;
+    },
   };
 }
 

@@ -5,6 +5,7 @@ import {
   ATTR_LOCK_KEY,
   ATTR_LOCK_OUTCOME,
   ATTR_LOCK_REENTRY,
+  ATTR_LOCK_WAIT_LIMIT_MS,
   instrumentLocks,
   METRIC_LOCK_ACQUISITIONS,
   METRIC_LOCK_HELD,
@@ -14,6 +15,12 @@ import {
 import { type RedisServer, startRedis } from '@lock/testing';
 import { context, diag, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import type { Redis as RedisClient } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -91,6 +98,139 @@ describe('instrumentLocks', () => {
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(1);
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
     expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+
+  it('leaves lock.wait_limit_ms out for an unbounded wait, and records a bounded one as given', async () => {
+    const instrumentation = instrumentLocks();
+    await locker.acquire('order:1', { wait: Number.POSITIVE_INFINITY }).then((lock) => lock.release());
+    await locker.acquire('order:2', { wait: 250 }).then((lock) => lock.release());
+    await locker.tryAcquire('order:3').then((lock) => lock?.release());
+    instrumentation.disable();
+    const acquires = lockSpans().filter((span) => span.name.startsWith('lock.acquire'));
+    expect(acquires.map((span) => span.attributes[ATTR_LOCK_OUTCOME])).toEqual([
+      'acquired',
+      'acquired',
+      'acquired',
+    ]);
+    expect(acquires.map((span) => Object.hasOwn(span.attributes, ATTR_LOCK_WAIT_LIMIT_MS))).toEqual([
+      false,
+      true,
+      true,
+    ]);
+    expect(acquires.map((span) => span.attributes[ATTR_LOCK_WAIT_LIMIT_MS])).toEqual([undefined, 250, 0]);
+  });
+
+  it('keeps the held span open while the lock is held when instrumentation starts mid-hold', async () => {
+    let instrumentation: ReturnType<typeof instrumentLocks> | undefined;
+    try {
+      await locker.using('cart:5', async () => {
+        instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+        const again = await locker.acquire('cart:5');
+        expect(again.holds).toBe(2);
+        expect(await again.release()).toBe('held');
+        expect(await locker.isLocked('cart:5')).toBe(true);
+        expect(lockSpans().filter((span) => span.name.startsWith('lock.held'))).toEqual([]);
+        expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(1);
+      });
+      const held = lockSpans().filter((span) => span.name.startsWith('lock.held'));
+      expect(held.map((span) => span.attributes[ATTR_LOCK_HOLD_OUTCOME])).toEqual(['released']);
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(0);
+    } finally {
+      instrumentation?.disable();
+    }
+  });
+
+  it('keeps the held span open while the lock is held across disable() and a new instrumentLocks()', async () => {
+    const first = instrumentLocks({ meterProvider: metrics.meterProvider });
+    let second: ReturnType<typeof instrumentLocks> | undefined;
+    try {
+      await locker.using('cart:6', async () => {
+        first.disable();
+        // disable() ended the first held span, without an outcome.
+        const ended = lockSpans().filter((span) => span.name.startsWith('lock.held'));
+        expect(ended.map((span) => span.attributes[ATTR_LOCK_HOLD_OUTCOME])).toEqual([undefined]);
+        second = instrumentLocks({ meterProvider: metrics.meterProvider });
+        const again = await locker.acquire('cart:6');
+        expect(await again.release()).toBe('held');
+        expect(lockSpans().filter((span) => span.name.startsWith('lock.held'))).toHaveLength(1);
+        expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(1);
+      });
+      const held = lockSpans().filter((span) => span.name.startsWith('lock.held'));
+      expect(held.map((span) => span.attributes[ATTR_LOCK_HOLD_OUTCOME])).toEqual([undefined, 'released']);
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(0);
+    } finally {
+      first.disable();
+      second?.disable();
+    }
+  });
+
+  it('lets two instrumentations each record every lock under the caller, and either disable() alone', async () => {
+    await locker.acquire('warm:1').then((lock) => lock.release());
+    const ownTracer = () => {
+      const exporter = new InMemorySpanExporter();
+      const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+      return { exporter, provider };
+    };
+    const [a, b, c] = [ownTracer(), ownTracer(), ownTracer()];
+    /**
+     * One acquire+release under a caller span: the parents of the acquire and held spans each
+     * given exporter got, and of the Redis commands sent (the acquire script, then the release
+     * script), by name: `caller`, or the exporter's index for its acquire span.
+     */
+    const record = async (exporters: InMemorySpanExporter[]) => {
+      for (const exporter of [spanExporter, a.exporter, b.exporter, c.exporter]) exporter.reset();
+      await tracer.startActiveSpan('caller', async (span) => {
+        await locker.acquire('order:1').then((lock) => lock.release());
+        span.end();
+      });
+      const ids = new Map([
+        [idOf(spanExporter.getFinishedSpans().find((s) => s.name === 'caller')!), 'caller'],
+      ]);
+      const lockSpansOf = (exporter: InMemorySpanExporter) =>
+        exporter.getFinishedSpans().filter((span) => span.name.startsWith('lock.'));
+      exporters.forEach((exporter, index) => {
+        for (const span of lockSpansOf(exporter))
+          if (span.name.startsWith('lock.acquire')) ids.set(idOf(span), String(index));
+      });
+      const named = (span: ReadableSpan) => ids.get(parentOf(span) ?? '') ?? 'other';
+      return {
+        lock: exporters.map((exporter) => lockSpansOf(exporter).map((span) => `${span.name}<${named(span)}`)),
+        commands: spanExporter
+          .getFinishedSpans()
+          .filter((span) => span.attributes['db.system.name'])
+          .map(named),
+      };
+    };
+    const underCaller = ['lock.acquire order:*<caller', 'lock.held order:*<caller'];
+    const first = instrumentLocks({ tracerProvider: a.provider });
+    const second = instrumentLocks({ tracerProvider: b.provider });
+    let third: ReturnType<typeof instrumentLocks> | undefined;
+    try {
+      expect([first.activeSpans, second.activeSpans]).toEqual([true, true]);
+      // Both record the lock under the caller; the first one's acquire span is the active one.
+      expect(await record([a.exporter, b.exporter])).toEqual({
+        lock: [underCaller, underCaller],
+        commands: ['0', 'caller'],
+      });
+
+      second.disable();
+      expect(await record([a.exporter, b.exporter])).toEqual({
+        lock: [underCaller, []],
+        commands: ['0', 'caller'],
+      });
+
+      third = instrumentLocks({ tracerProvider: c.provider });
+      first.disable();
+      expect(await record([a.exporter, c.exporter])).toEqual({
+        lock: [[], underCaller],
+        commands: ['1', 'caller'],
+      });
+    } finally {
+      first.disable();
+      second.disable();
+      third?.disable();
+      await Promise.all([a, b, c].map(({ provider }) => provider.shutdown()));
+    }
   });
 
   it('records unavailable and error outcomes with their code and an error status', async () => {

@@ -1,0 +1,66 @@
+import type { AsyncLocalStorage } from 'node:async_hooks';
+import type { Channel } from 'node:diagnostics_channel';
+import { acquireTracing } from '@lock/core';
+import { type Context, context } from '@opentelemetry/api';
+import type { AcquireCall } from './acquisitions.js';
+
+/** What one instrumentation makes active for an acquire call: its acquire span, or nothing. */
+export type ActiveContext = (call: AcquireCall) => Context | undefined;
+
+/** The one binding of a context storage to `acquireTracing.start`, shared by every instrumentation. */
+interface SharedBinding {
+  /** The instrumentations using it, in the order they were enabled. */
+  readonly users: Set<ActiveContext>;
+}
+
+/**
+ * Kept on `globalThis` (like the diagnostics channels themselves), so that the CommonJS and ESM
+ * builds of this package, when a process loads both, share one binding too.
+ */
+const BINDINGS = Symbol.for('@lock/otel context bindings');
+
+function bindings(): Map<AsyncLocalStorage<Context>, SharedBinding> {
+  const global = globalThis as { [BINDINGS]?: Map<AsyncLocalStorage<Context>, SharedBinding> };
+  global[BINDINGS] ??= new Map();
+  return global[BINDINGS];
+}
+
+/**
+ * Makes `use`'s context current for the whole of each acquire call, through `storage` (the
+ * AsyncLocalStorage behind OpenTelemetry's `context.active()`), and returns the function that
+ * stops it. Node keeps one binding per storage per channel, and every instrumentation finds the
+ * same storage: so the storage is bound once, by the first instrumentation enabled, and unbound
+ * when the last one stops. Each call, every instrumentation starts its acquire span in the
+ * caller's context (so each is a child of the caller's span), and the context of the first one
+ * enabled becomes active, for the Redis commands the call sends.
+ */
+export function bindContext(storage: AsyncLocalStorage<Context>, use: ActiveContext): () => void {
+  const all = bindings();
+  let binding = all.get(storage);
+  if (!binding) {
+    const users = new Set<ActiveContext>();
+    binding = { users };
+    all.set(storage, binding);
+    start().bindStore(storage, (call) => {
+      // Every user starts its acquire span now, while the caller's context is still current.
+      let active: Context | undefined;
+      for (const user of [...users]) {
+        const mine = user(call);
+        active ??= mine;
+      }
+      return active ?? context.active();
+    });
+  }
+  const shared = binding;
+  shared.users.add(use);
+  return () => {
+    if (!shared.users.delete(use) || shared.users.size > 0) return;
+    all.delete(storage);
+    start().unbindStore(storage);
+  };
+}
+
+/** Node's typings allow one store type per channel; core's `start` carries two. */
+function start(): Channel<Context, AcquireCall> {
+  return acquireTracing.start as unknown as Channel<Context, AcquireCall>;
+}
