@@ -276,12 +276,19 @@ class Engine implements Locker {
     this.unwatchMaster();
     this.queues.close();
     const held = [...this.holds.values()];
+    // The handles nobody had released by now: a release already called sends its own.
+    const unreleased = held.map((hold) => hold.handles);
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
+    // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled(
-      held.flatMap((hold) =>
-        Array.from({ length: hold.handles }, () =>
-          withDeadline(this.backend.release(hold.resource, hold.owner, hold.token), this.timeout),
+      held.map((hold, i) =>
+        hold.serial(() =>
+          Promise.allSettled(
+            Array.from({ length: unreleased[i]! }, () =>
+              withDeadline(this.backend.release(hold.resource, hold.owner, hold.token), this.timeout),
+            ),
+          ),
         ),
       ),
     );
@@ -309,18 +316,27 @@ class Engine implements Locker {
     return hold.serial(async () => {
       this.assertHeld(hold);
       const sentAt = this.clock();
-      const result = await bounded(
-        this.backend.extend(hold.resource, hold.owner, hold.token, lease),
-        this.timeout,
-        hold.key,
-        'extend',
-      );
+      let result: Awaited<ReturnType<LockBackend['extend']>>;
+      try {
+        result = await bounded(
+          this.backend.extend(hold.resource, hold.owner, hold.token, lease),
+          this.timeout,
+          hold.key,
+          'extend',
+        );
+      } catch (error) {
+        // Unanswered, it may still have landed: a shorter lease would then end sooner than ours.
+        hold.validUntil = Math.min(hold.validUntil, sentAt + lease - clockDrift(lease));
+        this.watchdog.reschedule(hold);
+        throw error;
+      }
+      // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
+      if (result) hold.token = result.token;
       if (hold.lost) throw hold.lost;
       if (!result) {
         this.lose(hold, 'taken');
         throw hold.lost;
       }
-      hold.token = result.token;
       hold.ttl = lease;
       hold.renewedAt = sentAt;
       hold.validUntil = sentAt + result.validity;
@@ -341,13 +357,13 @@ class Engine implements Locker {
    */
   release(hold: Hold, id: string): Promise<ReleaseReply> {
     hold.handles -= 1;
-    const last = hold.handles === 0;
-    if (last) hold.renew = false;
+    if (hold.handles === 0) hold.renew = false;
+    // `close()` releases the handles not released before it, not this one.
+    const beforeClose = !this.closing.signal.aborted;
     return hold.serial(async () => {
-      // A lost hold sends nothing: the lease ended or another owner took the key. `close()`
-      // has already released what it held.
-      if (hold.lost) {
-        if (last) this.forget(hold);
+      // A lost hold sends nothing: the lease ended or another owner took the key.
+      if (hold.lost && !(hold.lost.reason === 'closed' && beforeClose)) {
+        if (hold.handles === 0) this.forget(hold);
         return hold.lost.reason === 'closed' ? 'released' : 'not-owner';
       }
       let result: ReleaseReply;
@@ -376,7 +392,9 @@ class Engine implements Locker {
       }
       // A retry after a release that timed out but landed: that earlier release freed the lock.
       if (result === 'not-owner' && hold.lateRelease) result = hold.lateRelease;
-      if (last) this.forget(hold);
+      // Counted now, not when called: a re-entry granted while this release waited its turn (or
+      // was on the wire) added a handle, which keeps the hold and its renewals.
+      if (hold.handles === 0) this.forget(hold);
       this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
       return result;
     });

@@ -43,8 +43,16 @@ export class LockHandle implements Lock {
     return this.hold.validUntil;
   }
 
+  /**
+   * Once its release was asked for, a handle no longer vouches for the lock, even when that
+   * release failed: unanswered, it may have freed the lock all the same.
+   */
+  private get releaseAsked(): boolean {
+    return this.releaseId !== undefined;
+  }
+
   remaining(): number {
-    return this.releasing ? 0 : this.engine.remaining(this.hold);
+    return this.releaseAsked ? 0 : this.engine.remaining(this.hold);
   }
 
   get signal(): AbortSignal {
@@ -57,12 +65,12 @@ export class LockHandle implements Lock {
   }
 
   assertHeld(): void {
-    if (this.releasing) throw new NotOwnerError(this.key, this.owner);
+    if (this.releaseAsked) throw new NotOwnerError(this.key, this.owner);
     this.engine.assertHeld(this.hold);
   }
 
   async extend(ttl?: number): Promise<void> {
-    if (this.releasing) throw new NotOwnerError(this.key, this.owner);
+    if (this.releaseAsked) throw new NotOwnerError(this.key, this.owner);
     await this.engine.extend(this.hold, ttl);
   }
 

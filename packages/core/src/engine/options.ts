@@ -72,6 +72,11 @@ export function checkOwner(owner: unknown, name = 'owner'): string {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 256) {
     throw new InvalidOptionError(name, owner, 'a non-empty string of at most 256 characters');
   }
+  // The token format keeps its own fields in the lock hash beside the owners' (NUL + owner for
+  // the last attempt applied, SOH for release ids): an owner starting so would overwrite them.
+  if (owner.charCodeAt(0) <= 1) {
+    throw new InvalidOptionError(name, owner, 'a string not starting with NUL or SOH (\\u0000, \\u0001)');
+  }
   return owner;
 }
 

@@ -17,10 +17,15 @@ interface Frame {
 
 const frames = new AsyncLocalStorage<Frame>();
 
-/** The innermost live hold of `resource` taken by `issuer` whose critical section encloses the caller. */
+/**
+ * The innermost live hold of `resource` taken by `issuer` whose critical section encloses the
+ * caller. A hold whose last handle is being released is not live: a task that outlived its
+ * section acquires as an owner of its own, and waits for that release.
+ */
 export function enclosingHold(issuer: object, resource: string): Hold | undefined {
   for (let frame = frames.getStore(); frame !== undefined; frame = frame.parent) {
-    if (frame.issuer === issuer && frame.hold.resource === resource && !frame.hold.lost) return frame.hold;
+    const { hold } = frame;
+    if (frame.issuer === issuer && hold.resource === resource && !hold.lost && hold.handles > 0) return hold;
   }
   return undefined;
 }

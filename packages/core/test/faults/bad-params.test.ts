@@ -28,6 +28,9 @@ const CALL_CASES: [string, Record<string, unknown>, unknown][] = [
   ['backof', { retry: { backof: 5 } }, 5],
   ['owner', { owner: '' }, ''],
   ['owner', { owner: LONG_OWNER }, LONG_OWNER],
+  // The token format's own fields in the lock hash start with NUL (last attempt) and SOH (release ids).
+  ['owner', { owner: '\u0000o' }, '\u0000o'],
+  ['owner', { owner: '\u0001' }, '\u0001'],
   ['renew', { renew: 'yes' }, 'yes'],
   ['signal', { signal: { aborted: false } }, { aborted: false }],
   ['tll', { tll: 5_000 }, 5_000],
@@ -43,6 +46,7 @@ const LOCKER_CASES: [string, Record<string, unknown>, unknown][] = [
   ['prefix', { prefix: ['lock:'] }, ['lock:']],
   ['id', { id: '' }, ''],
   ['id', { id: LONG_OWNER }, LONG_OWNER],
+  ['id', { id: '\u0001svc' }, '\u0001svc'],
   ['clock', { clock: 5 }, 5],
   ['replication.replicas', { replication: { replicas: 0, timeout: 100 } }, 0],
   ['tll', { tll: 5_000 }, 5_000],

@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createLocker, type Lock, type Locker } from '@lock/core';
+import { createLocker, type Lock, type Locker, tokenProtocol } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import {
@@ -166,6 +166,60 @@ describe('the token protocol’s waiter queue', () => {
     await lock.release();
     await holder.close();
     await locker.close();
+  });
+
+  it('owners queued within one server millisecond keep their order of arrival, not of name', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const holder = createLocker({ redis });
+    const lock = await holder.acquire('ties', { ttl: 30_000 });
+    const protocol = tokenProtocol();
+    // Named against the alphabet and sent back to back on one connection: Redis runs them in this
+    // order, most within the same millisecond.
+    const owners = Array.from({ length: 20 }, (_, i) => `owner-${String.fromCharCode(122 - i)}`);
+    await Promise.all(
+      owners.map((owner) =>
+        protocol.acquire(redis, 'lock:ties', owner, 30_000, {
+          wait: 20_000,
+          queueLease: 20_000,
+          attempt: owner,
+        }),
+      ),
+    );
+    expect(await redis.zrange('{lock:ties}:queue', '0', '-1')).toEqual(owners);
+    await lock.release();
+    await holder.close();
+  });
+
+  it('a waiter that gives up right after a release named it passes the turn to the next in line', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const listener = server.client();
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe('{lock:named}:released');
+    const holder = createLocker({ redis });
+    const locker = createLocker({ redis, retry: SLOW_POLL });
+    const protocol = tokenProtocol();
+    const lock = await holder.acquire('named', { ttl: 30_000 });
+    // First in line, queued by hand: an explicit owner is named by the release, not granted the lock.
+    await protocol.acquire(redis, 'lock:named', 'first', 30_000, {
+      wait: 20_000,
+      queueLease: 20_000,
+      attempt: 'a',
+    });
+    const second = locker.acquire('named', { owner: 'second', ttl: 30_000, wait: 20_000 });
+    await untilQueued(redis, 'named', 2);
+    await untilSubscribed(redis, '{lock:named}:released', 2);
+    await lock.release();
+    await protocol.abandon!(redis, 'lock:named', 'first', { wait: 20_000, queueLease: 20_000 });
+    // Without a message naming it, the second would sleep until its next poll, a minute away.
+    await until(async () => messages.length >= 2, 'a message naming the next in line');
+    expect(messages).toEqual(['released:first', 'released:second']);
+    const next = await second;
+    expect(next.owner).toBe('second');
+    await next.release();
+    await Promise.all([holder.close(), locker.close(), listener.quit()]);
   });
 
   it('a waiter process killed while queued is skipped once its registration lapses', async () => {

@@ -8,7 +8,8 @@
             script that creates it also writes its epoch stamp, KEYS[2] .. ":epoch" (same slot;
             nextFence comes from next-fence.lua, prefixed to this script)
     KEYS[3] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
-    KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms)
+    KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms, a thousandth of a
+            ms apart within one ms)
     KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting,
             and NUL + owner -> the lease of a direct grant (ARGV[7])
     ARGV[1] owner
@@ -81,7 +82,14 @@ end
 if lease > 0 then
   local time = rcall('time')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  rcall('zadd', queue, 'NX', now, owner)
+  -- Owners that tie on a score are ordered by name, not arrival: one registered in the same ms
+  -- as the last in line goes a thousandth of a ms after it.
+  local last = rcall('zrange', queue, -1, -1, 'WITHSCORES')[2]
+  local place = now
+  if last and tonumber(last) >= now then
+    place = tonumber(last) + 0.001
+  end
+  rcall('zadd', queue, 'NX', place, owner)
   if grantLease ~= '0' then
     rcall('hset', registrations, owner, now + lease, '\0' .. owner, grantLease)
   else
