@@ -2,6 +2,7 @@ import {
   bounded,
   createLocker,
   DEFAULT_COMMAND_TIMEOUT,
+  detached,
   type Locker,
   legacyProtocol,
   type RedisClient,
@@ -40,7 +41,9 @@ export function lockerFor(redis: RedisClient, skewMargin: number, commandTimeout
 export function clientFor(env: ThinkEnv): Redis {
   let client = envClients.get(env);
   if (!client) {
-    client = connectThinkRedis(env);
+    // The first lock made with `env` may be made inside a request: the connection outlives it,
+    // and its reconnects must not be traced in that request.
+    client = detached(() => connectThinkRedis(env));
     envClients.set(env, client);
   }
   return client;

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { detached } from '../engine/detached.js';
 import type { RedisClient } from '../protocol.js';
 import { isCluster } from '../topology.js';
 
@@ -59,13 +60,16 @@ export class ReleaseListener {
   private unlisten(name: string, channel: Channel, onRelease: MessageListener): void {
     channel.listeners.delete(onRelease);
     if (channel.listeners.size > 0 || this.channels.get(name) !== channel) return;
-    channel.linger = setTimeout(() => {
-      this.channels.delete(name);
-      const connection = this.connection;
-      if (!connection) return;
-      const done = isCluster(this.redis) ? connection.sunsubscribe(name) : connection.unsubscribe(name);
-      done.catch(() => {});
-    }, LINGER_MS);
+    // Its unsubscribe belongs to no call: not to the last listener's, which has ended by then.
+    channel.linger = detached(() =>
+      setTimeout(() => {
+        this.channels.delete(name);
+        const connection = this.connection;
+        if (!connection) return;
+        const done = isCluster(this.redis) ? connection.sunsubscribe(name) : connection.unsubscribe(name);
+        done.catch(() => {});
+      }, LINGER_MS),
+    );
     channel.linger.unref();
   }
 
@@ -81,10 +85,18 @@ export class ReleaseListener {
       for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
     };
     // The offline queue is ours even when the caller's client has it off: a subscription sent
-    // while the duplicate is still connecting must wait for it, not fail.
-    const connection: Redis | Cluster = isCluster(this.redis)
-      ? this.redis.duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
-      : this.redis.duplicate({ enableOfflineQueue: true });
+    // while the duplicate is still connecting must wait for it, not fail. It connects at once,
+    // and detached: its sockets, reconnects and resubscriptions would otherwise keep the async
+    // context (the trace) of the call that first waited, for as long as the locker lives.
+    const connection: Redis | Cluster = detached(() =>
+      isCluster(this.redis)
+        ? this.redis.duplicate(undefined, {
+            shardedSubscribers: true,
+            enableOfflineQueue: true,
+            lazyConnect: false,
+          })
+        : this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false }),
+    );
     connection.on('error', () => {});
     connection.on(isCluster(this.redis) ? 'smessage' : 'message', deliver);
     this.connection = connection;

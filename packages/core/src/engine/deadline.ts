@@ -1,4 +1,5 @@
 import { LockError, LockUnavailableError } from '../errors.js';
+import { detached } from './detached.js';
 
 /** The reason a call that Redis did not answer in time gives up with. */
 export class CommandTimeoutError extends Error {
@@ -79,7 +80,9 @@ class Deadlines {
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(this.fire, Math.max(0, at - performance.now()));
+    // The process's one timer, re-armed from its own callback: armed in a call's context, it would
+    // hold that context (a request's, with its spans) alive for as long as calls keep it armed.
+    this.timer = detached(() => setTimeout(this.fire, Math.max(0, at - performance.now())));
     if (this.size === 0) this.timer.unref();
   }
 

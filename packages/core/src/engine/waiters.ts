@@ -1,5 +1,6 @@
 import type { LockBackend, ReleaseNotice } from '../backend.js';
 import type { HandedGrant } from '../protocol.js';
+import { detached } from './detached.js';
 
 /** One acquire call waiting for a key. */
 export interface Waiter {
@@ -152,7 +153,8 @@ export class WaitQueues {
 
   private sweepLater(ms: number): void {
     if (this.sweeper) return;
-    this.sweeper = setTimeout(() => this.sweep(), ms);
+    // Armed by whichever waiter left last; what it ends (and re-arms) is no longer that call's.
+    this.sweeper = detached(() => setTimeout(() => this.sweep(), ms));
     this.sweeper.unref();
   }
 

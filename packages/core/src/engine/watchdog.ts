@@ -1,7 +1,7 @@
-import { AsyncResource } from 'node:async_hooks';
 import type { LockBackend } from '../backend.js';
 import type { LockLostReason } from '../errors.js';
 import { withDeadline } from './deadline.js';
+import { detached } from './detached.js';
 import { channels } from './events.js';
 import type { Hold } from './hold.js';
 
@@ -28,7 +28,6 @@ export class Watchdog {
   private readonly retryAt = new WeakMap<Hold, number>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Number.POSITIVE_INFINITY;
-  private readonly scope = new AsyncResource('LockWatchdog');
 
   constructor(
     private readonly backend: LockBackend,
@@ -89,11 +88,9 @@ export class Watchdog {
     if (at >= this.timerAt) return;
     clearTimeout(this.timer);
     this.timerAt = at;
-    // Timers run in the locker's own async context, not in that of the call that armed them, so
-    // renewals are never traced as part of an acquire that ended long ago.
-    this.timer = this.scope.runInAsyncScope(() =>
-      setTimeout(() => this.tick(), Math.max(0, at - this.clock())),
-    );
+    // Detached from the call that armed it, and from the one that made the locker (a locker made
+    // on first use is made inside a request): renewals are never traced in a request long ended.
+    this.timer = detached(() => setTimeout(() => this.tick(), Math.max(0, at - this.clock())));
     this.timer.unref();
   }
 
@@ -141,7 +138,12 @@ export class Watchdog {
     batch.forEach((hold, i) => {
       void hold.serial(() =>
         round.then(
-          (results) => this.finish(hold, () => this.renewed(hold, results[i] ?? null, sentAt)),
+          (results) => {
+            const result = results[i] ?? null;
+            // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
+            if (result) hold.token = result.token;
+            this.finish(hold, () => this.renewed(hold, result, sentAt));
+          },
           (error: unknown) => this.finish(hold, () => this.failed(hold, error)),
         ),
       );
@@ -153,7 +155,6 @@ export class Watchdog {
       this.events.lost(hold, 'taken');
       return;
     }
-    hold.token = result.token;
     hold.renewedAt = sentAt;
     hold.renewalError = undefined;
     this.retryAt.delete(hold);

@@ -1,0 +1,131 @@
+import { createLocker, type Locker } from '@lock/core';
+import { instrumentLocks, type LockInstrumentation } from '@lock/otel';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { context, trace } from '@opentelemetry/api';
+import type { Redis as RedisClient } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Redis, tracer } from './support/telemetry.js';
+
+/** A command some client sent, with the trace active when it was sent (what instrumentation-ioredis parents its span on). */
+interface Sent {
+  readonly client: RedisClient;
+  readonly name: string;
+  readonly traceId: string | undefined;
+}
+
+/**
+ * A locker creates a subscriber connection, a sweeper and a linger timer, and a watchdog timer the
+ * first time it needs them, inside whichever request's acquire call that is. What they do later
+ * must not be traced in that request, which ended long before.
+ */
+describe('connections and timers a request made lazily', () => {
+  let server: RedisServer;
+  let redis: RedisClient;
+  let admin: RedisClient;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.redisOptions);
+    admin = new Redis(server.redisOptions);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    admin.disconnect();
+    await server.stop();
+  });
+
+  // Every command of every ioredis client (the subscriber duplicate included) as it is sent.
+  const sent: Sent[] = [];
+  const { sendCommand } = Redis.prototype;
+  let instrumentation: LockInstrumentation;
+  let lockers: Locker[];
+  beforeEach(() => {
+    sent.length = 0;
+    lockers = [];
+    Redis.prototype.sendCommand = function (this: RedisClient, command, stream) {
+      sent.push({
+        client: this,
+        name: command.name,
+        traceId: trace.getSpanContext(context.active())?.traceId,
+      });
+      return sendCommand.call(this, command, stream);
+    } as typeof sendCommand;
+    instrumentation = instrumentLocks();
+  });
+  afterEach(async () => {
+    for (const locker of lockers) await locker.close();
+    instrumentation.disable();
+    Redis.prototype.sendCommand = sendCommand;
+  });
+
+  const channels = () => admin.pubsub('CHANNELS', '*') as Promise<string[]>;
+
+  /** Under a request span: waits for a lock another locker holds, so `locker` subscribes. Answers the request's trace. */
+  async function waitInRequest(locker: Locker, key: string): Promise<string> {
+    const holder = createLocker({ redis });
+    lockers.push(holder);
+    const held = await holder.acquire(key);
+    return tracer.startActiveSpan('request A', async (span) => {
+      const waiting = locker.acquire(key, { wait: 10_000 });
+      await waitFor('the waiter to subscribe', async () => (await channels()).length > 0);
+      await held.release();
+      await (await waiting).release();
+      span.end();
+      return span.spanContext().traceId;
+    });
+  }
+
+  /** Commands the locker's own connections sent after index `from`, with none of the test's admin commands. */
+  const sentSince = (from: number) => sent.slice(from).filter((command) => command.client !== admin);
+
+  /** The names of the commands sent in trace `traceId`. */
+  const namesIn = (commands: Sent[], traceId: string | undefined) =>
+    commands.filter((command) => command.traceId === traceId).map((command) => command.name);
+
+  it('resubscribes the subscriber connection after a reconnect outside the request that made it', async () => {
+    const locker = createLocker({ redis });
+    lockers.push(locker);
+    const requestTrace = await waitInRequest(locker, 'order:1');
+    // The subscribe itself was the waiting call's, so it is in the request's trace.
+    expect(sent.find((command) => command.name === 'subscribe')?.traceId).toBe(requestTrace);
+    const from = sent.length;
+    // The channel lingers subscribed: the reconnected subscriber subscribes again by itself.
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await waitFor('the subscriber to subscribe again', async () =>
+      sentSince(from).some((command) => command.name === 'subscribe'),
+    );
+    expect(namesIn(sentSince(from), requestTrace)).toEqual([]);
+    expect(sentSince(from).find((command) => command.name === 'subscribe')!.traceId).toBeUndefined();
+  });
+
+  it('unsubscribes a channel its last waiter left outside that waiter’s request', async () => {
+    const locker = createLocker({ redis });
+    lockers.push(locker);
+    const requestTrace = await waitInRequest(locker, 'order:2');
+    const from = sent.length;
+    // The sweeper, then the subscription's linger, each end 5 s after the last waiter left.
+    await waitFor('the channel to be unsubscribed', async () => (await channels()).length === 0);
+    const unsubscribed = sentSince(from).filter((command) => command.name === 'unsubscribe');
+    expect(unsubscribed).toHaveLength(1);
+    expect(namesIn(sentSince(from), requestTrace)).toEqual([]);
+    expect(unsubscribed[0]!.traceId).toBeUndefined();
+  }, 30_000);
+
+  it('renews, for a locker made inside a request, outside that request', async () => {
+    let locker: Locker | undefined;
+    const requestTrace = await tracer.startActiveSpan('request A', async (span) => {
+      // A locker made on first use, as a framework integration does in its first request.
+      locker = createLocker({ redis, ttl: 300 });
+      lockers.push(locker);
+      await (await locker.acquire('job:1')).release();
+      span.end();
+      return span.spanContext().traceId;
+    });
+    const lock = await locker!.acquire('job:2');
+    const from = sent.length;
+    await waitFor('a renewal', async () => sentSince(from).some((command) => command.name === 'evalsha'));
+    const renewals = sentSince(from).filter((command) => command.name === 'evalsha');
+    await lock.release();
+    expect(namesIn(renewals, requestTrace)).toEqual([]);
+    expect(renewals[0]!.traceId).toBeUndefined();
+  });
+});
