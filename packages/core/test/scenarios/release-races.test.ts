@@ -12,6 +12,7 @@ import { startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { renewals } from '../support/renewals.js';
+import { countScripts, until } from '../support/waiter-queue.js';
 
 const PROTOCOLS: [string, () => LockProtocol][] = [
   ['token', () => tokenProtocol()],
@@ -28,13 +29,13 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /** A locker whose connection runs through a fault proxy, and an observer connected directly. */
-async function proxied(protocol: () => LockProtocol, commandTimeout: number) {
+async function proxied(protocol: () => LockProtocol, commandTimeout: number, ttl?: number) {
   const server = await startRedis();
   const proxy = await startProxy({ target: server });
   const redis = new Redis(proxy.redisOptions);
   redis.on('error', () => {});
   await redis.ping();
-  const locker = createLocker({ redis, protocol: protocol(), replication: false, commandTimeout });
+  const locker = createLocker({ redis, protocol: protocol(), replication: false, commandTimeout, ttl });
   const observer = createLocker({ redis: server.client(), protocol: protocol(), replication: false });
   // The scripts are loaded first: a NOSCRIPT answer would be delayed too, and nothing would land.
   const warm = await locker.acquire('warm', { ttl: 10_000 });
@@ -42,6 +43,7 @@ async function proxied(protocol: () => LockProtocol, commandTimeout: number) {
   await warm.release();
   return {
     proxy,
+    redis,
     locker,
     observer,
     async [Symbol.asyncDispose]() {
@@ -113,6 +115,20 @@ describe.each(PROTOCOLS)(
       await extended;
       run.proxy.pass();
       expect((await run.observer.inspect('closing')).held).toBe(false);
+    });
+
+    it('close() while a renewal is in flight releases with the token that renewal leaves', async () => {
+      await using run = await proxied(protocol, 2_000, 900);
+      const sent = countScripts(run.redis);
+      const lock = await run.locker.acquire('renewing');
+      run.proxy.delay({ downstream: 300 });
+      const before = sent();
+      // The watchdog renews a 900 ms lease 300 ms after it was taken; its answer is then on its way.
+      await until(async () => sent() > before, 'a renewal sent');
+      await run.locker.close();
+      expect(lock.released).toBe(true);
+      run.proxy.pass();
+      expect((await run.observer.inspect('renewing')).held).toBe(false);
     });
 
     it('a release that timed out but landed leaves the handle vouching for nothing', async () => {
