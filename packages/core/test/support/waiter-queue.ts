@@ -72,3 +72,11 @@ export async function queueCrashedWaiter(redis: Redis, url: string, key: string)
   crashed.child.kill('SIGKILL');
   return { holder, first, dead: dead!, crashed };
 }
+
+/** Subscribes `redis` (a connection of its own) to `channel`: answers the messages published on it, as they come. */
+export async function listen(redis: Redis, channel: string): Promise<string[]> {
+  const messages: string[] = [];
+  redis.on('message', (_channel: string, message: string) => messages.push(message));
+  await redis.subscribe(channel);
+  return messages;
+}

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { startHolder } from '../faults/support/processes.js';
 import {
   countScripts,
+  listen,
   queueCrashedWaiter,
   registrations,
   SLOW_POLL,
@@ -24,14 +25,6 @@ function queue(redis: Redis, owner: string, grantLease: number) {
     queueLease: 5_000,
     grantLease,
   });
-}
-
-/** Collects the messages published on `channel`. */
-async function listen(redis: Redis, channel: string): Promise<string[]> {
-  const messages: string[] = [];
-  redis.on('message', (_channel: string, message: string) => messages.push(message));
-  await redis.subscribe(channel);
-  return messages;
 }
 
 describe('the token protocol’s direct hand-off', () => {

@@ -4,6 +4,7 @@ import { startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import {
   countScripts,
+  listen,
   queueCrashedWaiter,
   registrations,
   SLOW_POLL,
@@ -95,9 +96,7 @@ describe('the token protocol’s waiter queue', () => {
     await using server = await startRedis();
     const redis = server.client();
     const listener = server.client();
-    const messages: string[] = [];
-    listener.on('message', (_channel: string, message: string) => messages.push(message));
-    await listener.subscribe('{lock:quiet}:released');
+    const messages = await listen(listener, '{lock:quiet}:released');
     const holder = createLocker({ redis });
     const waiter = createLocker({ redis, retry: SLOW_POLL });
     for (let i = 0; i < 3; i++) await (await holder.acquire('quiet', { ttl: 30_000 })).release();
@@ -195,9 +194,7 @@ describe('the token protocol’s waiter queue', () => {
     await using server = await startRedis();
     const redis = server.client();
     const listener = server.client();
-    const messages: string[] = [];
-    listener.on('message', (_channel: string, message: string) => messages.push(message));
-    await listener.subscribe('{lock:named}:released');
+    const messages = await listen(listener, '{lock:named}:released');
     const holder = createLocker({ redis });
     const locker = createLocker({ redis, retry: SLOW_POLL });
     const protocol = tokenProtocol();
