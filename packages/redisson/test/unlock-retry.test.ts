@@ -1,6 +1,5 @@
 import { LockUnavailableError } from '@lock/core';
-import { startProxy, startRedis } from '@lock/testing';
-import { Redis } from 'ioredis';
+import { proxiedClient, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { createRedisson } from '../src/index.js';
 
@@ -13,10 +12,7 @@ import { createRedisson } from '../src/index.js';
 describe('unlock of a re-entered RLock answered late or lost', () => {
   async function setup(commandTimeout: number) {
     const server = await startRedis();
-    const proxy = await startProxy({ target: server });
-    const redis = new Redis(proxy.redisOptions);
-    redis.on('error', () => {});
-    await redis.ping();
+    const { proxy, redis, close } = await proxiedClient(server);
     const direct = server.client();
     const redisson = createRedisson({ redis, commandTimeout });
     const other = createRedisson({ redis: server.client() });
@@ -35,8 +31,7 @@ describe('unlock of a re-entered RLock answered late or lost', () => {
       async [Symbol.asyncDispose]() {
         await redisson.shutdown();
         await other.shutdown();
-        redis.disconnect();
-        await proxy.stop();
+        await close();
         await server.stop();
       },
     };

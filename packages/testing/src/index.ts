@@ -25,6 +25,7 @@ export {
 } from './history/recorder.js';
 export { type RedisMasters, startMasters } from './masters.js';
 export { freePort } from './ports.js';
+export { type ProxiedClient, type ProxiedClientOptions, proxiedClient } from './proxied.js';
 export {
   type ProxyDirection,
   type ProxyMode,

@@ -8,8 +8,7 @@ import {
   NotOwnerError,
   tokenProtocol,
 } from '@lock/core';
-import { startProxy, startRedis, waitFor } from '@lock/testing';
-import { Redis } from 'ioredis';
+import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { renewals } from '../support/renewals.js';
 import { countScripts, until } from '../support/waiter-queue.js';
@@ -31,10 +30,7 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 /** A locker whose connection runs through a fault proxy, and an observer connected directly. */
 async function proxied(protocol: () => LockProtocol, commandTimeout: number, ttl?: number) {
   const server = await startRedis();
-  const proxy = await startProxy({ target: server });
-  const redis = new Redis(proxy.redisOptions);
-  redis.on('error', () => {});
-  await redis.ping();
+  const { proxy, redis, close } = await proxiedClient(server);
   const locker = createLocker({ redis, protocol: protocol(), replication: false, commandTimeout, ttl });
   const observer = createLocker({ redis: server.client(), protocol: protocol(), replication: false });
   // The scripts are loaded first: a NOSCRIPT answer would be delayed too, and nothing would land.
@@ -49,8 +45,7 @@ async function proxied(protocol: () => LockProtocol, commandTimeout: number, ttl
     async [Symbol.asyncDispose]() {
       await locker.close();
       await observer.close();
-      redis.disconnect();
-      await proxy.stop();
+      await close();
       await server.stop();
     },
   };

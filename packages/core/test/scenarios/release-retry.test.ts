@@ -6,8 +6,7 @@ import {
   legacyProtocol,
   tokenProtocol,
 } from '@lock/core';
-import { startMasters, startProxy, startRedis } from '@lock/testing';
-import { Redis } from 'ioredis';
+import { proxiedClient, startMasters, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -22,10 +21,7 @@ describe.each<[string, () => LockProtocol]>([
 ])('S5b: a %s lock held twice by one owner, one release answered late or lost', (_, protocol) => {
   async function setup(commandTimeout: number) {
     const server = await startRedis();
-    const proxy = await startProxy({ target: server });
-    const redis = new Redis(proxy.redisOptions);
-    redis.on('error', () => {});
-    await redis.ping();
+    const { proxy, redis, close } = await proxiedClient(server);
     const locker = createLocker({ redis, protocol: protocol(), replication: false, commandTimeout });
     const observer = createLocker({ redis: server.client(), protocol: protocol(), replication: false });
     const key = 's5b';
@@ -43,8 +39,7 @@ describe.each<[string, () => LockProtocol]>([
       async [Symbol.asyncDispose]() {
         await locker.close();
         await observer.close();
-        redis.disconnect();
-        await proxy.stop();
+        await close();
         await server.stop();
       },
     };
@@ -76,13 +71,9 @@ describe.each<[string, () => LockProtocol]>([
 
 it('S5b: RedLock over 3 masters, one release of a lock held twice answered late everywhere, then retried', async () => {
   await using masters = await startMasters(3);
-  const proxies = await Promise.all(masters.servers.map((server) => startProxy({ target: server })));
-  const clients = proxies.map((proxy) => {
-    const redis = new Redis(proxy.redisOptions);
-    redis.on('error', () => {});
-    return redis;
-  });
-  const locker = createRedlock({ clients, commandTimeout: 300 });
+  const links = await Promise.all(masters.servers.map((server) => proxiedClient(server)));
+  const proxies = links.map((link) => link.proxy);
+  const locker = createRedlock({ clients: links.map((link) => link.redis), commandTimeout: 300 });
   const observer = createRedlock({ clients: masters.clients() });
   try {
     // The release script is loaded first on every master: a late NOSCRIPT would land nothing.
@@ -101,7 +92,6 @@ it('S5b: RedLock over 3 masters, one release of a lock held twice answered late 
   } finally {
     await locker.close();
     await observer.close();
-    for (const redis of clients) redis.disconnect();
-    await Promise.all(proxies.map((proxy) => proxy.stop()));
+    await Promise.all(links.map((link) => link.close()));
   }
 });
