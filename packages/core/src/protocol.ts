@@ -184,8 +184,12 @@ export interface LockProtocol {
    * without a counter of their own (Redisson's, ThinkPHP's) are not stamped.
    */
   fenceCounter?(resource: string, cluster: boolean): string;
-  /** Raise the key's fence counter to at least `fence` (RedLock's max-register write-back). Optional. */
-  raiseFence?(redis: RedisClient, resource: string, fence: number): Promise<void>;
+  /**
+   * Raise the key's fence counter to at least `fence` (RedLock's max-register write-back), and
+   * the fence stored with `owner`'s hold of the key, if it holds it here, so that a re-entry
+   * reports the fence that was published. Optional.
+   */
+  raiseFence?(redis: RedisClient, resource: string, fence: number, owner?: string): Promise<void>;
   /** Read the lock without changing it. */
   inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   /** Whether a message on `channel()` means "released" (formats publish other messages too). Default: any message. */

@@ -44,7 +44,7 @@ export async function acquireOnQuorum(
 
   if (grants.length >= quorum) {
     const fence = Math.max(...grants.map((grant) => grant.fence));
-    const publication = await publishFence(context, resource, fence, fences);
+    const publication = await publishFence(context, resource, owner, fence, fences);
     const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
     if (publication.published && stillValid(validity, context.clock() - start)) {
       // The count a majority has reached: on re-entry the majority that granted the first hold says > 1.
@@ -55,7 +55,7 @@ export async function acquireOnQuorum(
         ) ?? 1;
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
-    await releaseLeftovers(context, resource, owner, tokens, refused);
+    await releaseLeftovers(context, resource, owner, tokens, { skip: refused });
     if (!publication.published) {
       throw new QuorumError(
         resource,
@@ -69,7 +69,7 @@ export async function acquireOnQuorum(
     return { acquired: false, remaining: -1 };
   }
 
-  await releaseLeftovers(context, resource, owner, tokens, refused);
+  await releaseLeftovers(context, resource, owner, tokens, { skip: refused });
   return refusalOrError(context, resource, outcomes, grants.length);
 }
 

@@ -7,20 +7,24 @@ import type { QuorumContext } from './options.js';
  * to, including nodes that timed out or failed (their command may still have run). Bounded by
  * the node timeout and never throws; what got no answer is counted and left to expire by TTL.
  * `skip` marks nodes known to hold nothing of ours (they refused); when every node refused,
- * nothing is sent.
+ * nothing is sent. With `every`, each node gives up every hold of `owner`, not one: for a lease
+ * found lost, whose handles will all answer `not-owner` and send nothing.
  */
 export async function releaseLeftovers(
   context: QuorumContext,
   resource: string,
   owner: string,
   tokens: NodeTokens,
-  skip: readonly boolean[] = [],
+  { skip = [], every = false }: { skip?: readonly boolean[]; every?: boolean } = {},
 ): Promise<void> {
   const targets = context.clients.flatMap((redis, index) => (skip[index] === true ? [] : [{ redis, index }]));
   if (targets.length === 0) return;
   const fallback = fallbackToken(tokens, owner);
-  const outcomes = await fanOut(targets, context.nodeTimeout, ({ redis, index }) =>
-    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback),
-  );
+  const outcomes = await fanOut(targets, context.nodeTimeout, async ({ redis, index }) => {
+    const release = () => context.protocol.release(redis, resource, owner, tokens[index] ?? fallback);
+    let reply = await release();
+    // Each release takes off one hold, so this ends when the count does.
+    while (every && reply === 'held') reply = await release();
+  });
   for (const outcome of outcomes) if (outcome.kind !== 'ok') context.stats.releaseFailures++;
 }

@@ -14,8 +14,9 @@ const RENEWAL_CHUNK = 500;
  * Renews leases on every master at once. A lease counts as renewed only when a majority reset
  * its TTL while ttl − elapsed − drift is still positive; its validity is then ttl − drift,
  * counted from the start of its round (the engine adds it to its send time). A lease that
- * fails is released everywhere (it is lost, so others need not wait out its TTL). Masters never
- * re-create a missing key (the protocol's extend guarantees that). With a batching protocol
+ * fails is released everywhere, every hold of its owner (it is lost, so others need not wait
+ * out its TTL). Masters never re-create a missing key (the protocol's extend guarantees that).
+ * A token this backend did not make renews nothing. With a batching protocol
  * (`extendMany`) each master gets one call per chunk of leases, all chunks in parallel.
  * Throws `QuorumError` when too few masters answered to tell whether a lease is still held.
  */
@@ -36,15 +37,19 @@ async function extendChunk(
   ttl: number,
 ): Promise<(BackendExtension | null)[]> {
   const { clients, protocol } = context;
-  const nodeTokens = items.map((item) => decodeTokens(item.token, clients.length));
-  const itemsFor = (index: number) =>
-    items.map((item, i) => {
-      const tokens = nodeTokens[i];
-      return { ...item, token: tokens ? (tokens[index] ?? fallbackToken(tokens, item.owner)) : item.token };
-    });
+  const results: (BackendExtension | null)[] = items.map(() => null);
+  // A token this backend did not make names no lease of ours: it renews nothing, anywhere.
+  const leases = items.flatMap((item, i) => {
+    const tokens = decodeTokens(item.token, clients.length);
+    return tokens ? [{ item, tokens, i }] : [];
+  });
+  if (leases.length === 0) return results;
   const start = context.clock();
   const outcomes = await fanOut(clients, context.nodeTimeout, (redis, index) => {
-    const nodeItems = itemsFor(index);
+    const nodeItems = leases.map(({ item, tokens }) => ({
+      ...item,
+      token: tokens[index] ?? fallbackToken(tokens, item.owner),
+    }));
     if (protocol.extendMany) return protocol.extendMany(redis, nodeItems, ttl);
     return Promise.all(
       nodeItems.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
@@ -52,9 +57,9 @@ async function extendChunk(
   });
   const validity = validityOf(ttl, context.driftFactor);
   const inTime = stillValid(validity, context.clock() - start);
-  const renewals = items.map(
-    (_, i): NodeTokens =>
-      outcomes.map((outcome) => (outcome.kind === 'ok' ? (outcome.value[i] ?? null) : null)),
+  const renewals = leases.map(
+    (_, n): NodeTokens =>
+      outcomes.map((outcome) => (outcome.kind === 'ok' ? (outcome.value[n] ?? null) : null)),
   );
   const { ok, failed, timedOut } = tally(outcomes);
   const { quorum } = context;
@@ -66,20 +71,19 @@ async function extendChunk(
     // The leases stay as they are; each ends by its own validity unless a later renewal succeeds.
     const renewed = renewals[undecided] ?? [];
     const agreed = countTokens(renewed);
-    const resource = items[undecided]?.resource ?? '';
+    const resource = leases[undecided]?.item.resource ?? '';
     throw new QuorumError(resource, quorum, agreed, refusedBy(renewed), failed, timedOut);
   }
 
-  const results = renewals.map((renewed, i): BackendExtension | null => {
-    if (nodeTokens[i] === null || countTokens(renewed) < quorum || !inTime) return null;
-    return { validity, token: encodeTokens(renewed) };
-  });
-
   await Promise.all(
-    items.map((item, i) => {
-      const tokens = nodeTokens[i];
-      if (results[i] !== null || !tokens) return undefined;
-      return releaseLeftovers(context, item.resource, item.owner, tokens);
+    leases.map(({ item, tokens, i }, n) => {
+      const renewed = renewals[n]!;
+      if (countTokens(renewed) >= quorum && inTime) {
+        results[i] = { validity, token: encodeTokens(renewed) };
+        return undefined;
+      }
+      // Lost: the engine ends every handle of it, so every hold of the owner goes.
+      return releaseLeftovers(context, item.resource, item.owner, tokens, { every: true });
     }),
   );
   return results;

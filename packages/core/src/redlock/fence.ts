@@ -15,10 +15,13 @@ export interface FencePublication {
  * shares a node with it, so the next first acquisition there increments past `fence` and fences
  * strictly increase across owners even when different majorities serve them. Nodes already known
  * to be at `fence` are not written; when they alone form a majority no round trip is spent.
+ * Each node written also stores `fence` with `owner`'s hold there, so that a re-entry answered
+ * by another majority reports the same fence, not a lower one a node drew for itself.
  */
 export async function publishFence(
   context: QuorumContext,
   resource: string,
+  owner: string,
   fence: number,
   known: readonly (number | null)[],
 ): Promise<FencePublication> {
@@ -28,7 +31,7 @@ export async function publishFence(
   let failed = 0;
   let timedOut = 0;
   const outcomes = await fanOut(context.clients, context.nodeTimeout, async (redis, index) => {
-    if (reached[index] !== true) await context.protocol.raiseFence(redis, resource, fence);
+    if (reached[index] !== true) await context.protocol.raiseFence(redis, resource, fence, owner);
   });
   atFence = 0;
   for (const outcome of outcomes) {

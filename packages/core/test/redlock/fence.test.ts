@@ -75,6 +75,27 @@ describe('RedLock fence', () => {
     },
   );
 
+  it('a re-entry answered by another majority reports the fence the first handle was given', async () => {
+    const clients = nodes.clients.slice(0, 3);
+    const backend = backendOver(clients, { nodeTimeout: 200 });
+    const resource = freshKey('fence-reentry');
+    // Master 0's counter is ahead (other locks of the namespace drew fences there).
+    await clients[0]!.set(fenceCounter(resource, `{${resource}}`, false), '100');
+    const first = await backend.acquire(resource, 'me', 10_000);
+    if (!first.acquired) throw new Error('refused');
+    expect(first.fence).toBe(101);
+    const slow = nodes.masters.servers[0]!;
+    slow.pause();
+    let second: Awaited<ReturnType<typeof backend.acquire>>;
+    try {
+      second = await backend.acquire(resource, 'me', 10_000);
+    } finally {
+      slow.resume();
+    }
+    expect(second).toMatchObject({ acquired: true, holds: 2, fence: 101 });
+    await backend.close();
+  });
+
   it('spends no write-back round trip when the agreeing masters already agree on the fence', async () => {
     const clients = nodes.clients.slice(0, 3);
     const backend = backendOver(clients);

@@ -169,9 +169,13 @@ export function tokenProtocol(): LockProtocol {
 
     extendMany: extendAll,
 
-    async raiseFence(redis, resource, fence) {
+    async raiseFence(redis, resource, fence, owner = '') {
       const { lock } = keysOf(resource);
-      await raiseFenceScript.run(redis, [fenceCounter(resource, lock, isCluster(redis))], [fence]);
+      await raiseFenceScript.run(
+        redis,
+        [fenceCounter(resource, lock, isCluster(redis)), lock],
+        [fence, owner],
+      );
     },
 
     async inspect(redis, resource): Promise<Inspection> {
