@@ -80,7 +80,7 @@ export interface Lock extends AsyncDisposable {
   readonly signal: AbortSignal;
   /** Hold count of this owner after this acquisition (more than 1 on re-entry). */
   readonly holds: number;
-  /** Whether `release()` was called (or the lock was lost). */
+  /** Whether `release()` was called, even if it failed (unanswered, it may have landed), or the lock was lost. */
   readonly released: boolean;
   /** Throws the `LockLostError` if the lock is no longer certainly held. */
   assertHeld(): void;

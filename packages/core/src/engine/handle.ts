@@ -61,7 +61,7 @@ export class LockHandle implements Lock {
   }
 
   get released(): boolean {
-    return this.releasing !== undefined || this.hold.lost !== undefined;
+    return this.releaseAsked || this.hold.lost !== undefined;
   }
 
   assertHeld(): void {

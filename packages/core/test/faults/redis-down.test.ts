@@ -124,7 +124,9 @@ describe('Redis frozen, then back', () => {
     expect(late.error).toBeInstanceOf(LockUnavailableError);
     const failed = await timed(() => lock.release());
     expect(failed.error).toBeInstanceOf(LockUnavailableError);
-    expect(lock.released).toBe(false);
+    // Unanswered, the release may have landed: the handle vouches for nothing, and may release again.
+    expect(lock.released).toBe(true);
+    expect(lock.remaining()).toBe(0);
     server.resume();
     // The queued attempt runs once the server thaws and takes the lock; its grant is undone.
     await until(async () => !(await locker.isLocked('late')), 5_000);
