@@ -668,7 +668,9 @@ class Engine implements Locker {
     const id = request.fresh || request.enclosing ? undefined : holdId(request.resource, request.owner);
     const existing = id === undefined ? request.enclosing : this.named.get(id);
     let hold: Hold;
-    if (existing && !existing.lost && reply.holds > 1) {
+    // A hold released meanwhile (a retried re-entry that outlived its section) is not re-used.
+    const live = existing !== undefined && this.holds.has(existing);
+    if (live && reply.holds > 1) {
       hold = existing;
       hold.handles += 1;
       hold.token = reply.token;
@@ -679,7 +681,7 @@ class Engine implements Locker {
       this.watchdog.reschedule(hold);
     } else {
       // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
-      if (existing && !existing.lost) this.lose(existing, 'expired');
+      if (live) this.lose(existing, 'expired');
       hold = new Hold(
         request.key,
         request.resource,
