@@ -43,11 +43,10 @@ export function expressAdapter({ name, express, forwardsRejections }: ExpressVer
     serve(routes) {
       const app = express();
       for (const route of routes) {
-        app.get(
-          route.path,
+        const gates = Array.from({ length: route.gates ?? 1 }, () =>
           lock(route.options as unknown as ExpressLockOptions),
-          handlerOf(route, forwardsRejections),
         );
+        app.get(route.path, ...gates, handlerOf(route, forwardsRejections));
       }
       app.use(answerErrors);
       return listen(http.createServer(app));

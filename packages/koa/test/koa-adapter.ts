@@ -35,7 +35,10 @@ export function koaAdapter({ name, Koa }: KoaVersion): HttpLockAdapter {
       app.silent = true;
       const router = new Router();
       for (const route of routes) {
-        router.get(route.path, lock(route.options as unknown as KoaLockOptions), async (ctx) => {
+        const gates = Array.from({ length: route.gates ?? 1 }, () =>
+          lock(route.options as unknown as KoaLockOptions),
+        );
+        router.get(route.path, ...gates, async (ctx) => {
           const body = await route.handle(ctx.state.lock as Lock | undefined);
           if (body instanceof Readable) ctx.type = 'text/plain';
           ctx.body = body;

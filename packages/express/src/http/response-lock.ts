@@ -61,6 +61,27 @@ function watchConnection(connection: ClosableConnection, listener: () => void): 
 }
 
 /**
+ * The locks each request holds, by locker and key: a second gate of one request for a key it
+ * holds (a lock on a router and the same lock on its route) runs within that hold, instead of
+ * waiting for its own request as a new owner would.
+ */
+const requestLocks = new WeakMap<ClosableRequest, Map<Locker, Map<string, Lock>>>();
+
+function heldBy(req: ClosableRequest, locker: Locker): Map<string, Lock> {
+  let byLocker = requestLocks.get(req);
+  if (byLocker === undefined) {
+    byLocker = new Map();
+    requestLocks.set(req, byLocker);
+  }
+  let byKey = byLocker.get(locker);
+  if (byKey === undefined) {
+    byKey = new Map();
+    byLocker.set(locker, byKey);
+  }
+  return byKey;
+}
+
+/**
  * Holds `key` for the lifetime of `res`: `proceed(lock)` runs inside the lock's critical
  * section (so the handler re-enters it with `locker.using(key, …)`), and the lock is released
  * exactly once, when the response lifetime is over AND the promise `proceed` returned (if any)
@@ -71,7 +92,8 @@ function watchConnection(connection: ClosableConnection, listener: () => void): 
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
  * went wrong after `proceed`: a failed release, or the lock lost meanwhile. The listeners it
  * adds are removed once the lifetime is over or the acquire failed: a keep-alive connection
- * serving many requests does not collect them.
+ * serving many requests does not collect them. A request that already holds `key` on `locker`
+ * (from an earlier gate) proceeds at once with that lock.
  */
 export function lockForResponse(
   res: ClosableResponse,
@@ -84,6 +106,13 @@ export function lockForResponse(
 ): Promise<boolean> {
   const connection = req?.socket ?? undefined;
   if (res.closed || connection?.destroyed) return Promise.resolve(false);
+  const held = req && heldBy(req, locker);
+  const own = held?.get(key);
+  if (own && !own.released) {
+    // The gate that took it releases it, once this request is over.
+    proceed(own);
+    return Promise.resolve(true);
+  }
   const gone = new AbortController();
   let over!: () => void;
   const responseOver = new Promise<void>((resolve) => {
@@ -116,12 +145,16 @@ export function lockForResponse(
           // The lifetime may have ended between the grant and this call.
           if (gone.signal.aborted) return;
           holding = true;
+          held?.set(key, lock);
           resolve(true);
           const work = proceed(lock);
           // The adapter's own error handling deals with a rejection of `work`.
           await Promise.allSettled([responseOver, work]);
         },
       )
+      .finally(() => {
+        if (held?.get(key)?.released) held.delete(key);
+      })
       .then(
         () => {
           detach();

@@ -17,6 +17,8 @@ export interface TestRoute {
   readonly options: Record<string, unknown>;
   /** Gets the handle the middleware stored (undefined when it ran unlocked); returns a JSON body or a Readable to stream. */
   readonly handle: (lock: Lock | undefined) => Promise<unknown>;
+  /** How many times the route passes `lock()` with these options (a router's lock and its route's). Default: 1. */
+  readonly gates?: number;
 }
 
 /** What the shared suite needs from one framework version. */
@@ -186,6 +188,18 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       });
       const response = await request(server).get('/orders/8');
       expect([response.status, response.body]).toEqual([200, { same: true }]);
+    });
+
+    it('lets a request through a second lock of the same key (router and route) under the lock it holds', async () => {
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', wait: 2_000 },
+        gates: 2,
+        handle: async (lock) => ({ fence: lock?.fence, holds: (await locker.inspect('order:11')).holds }),
+      });
+      const response = await request(server).get('/orders/11');
+      expect([response.status, response.body]).toEqual([200, { fence: expect.any(Number), holds: 1 }]);
+      await waitFor('the lock released', async () => !(await locker.isLocked('order:11')));
     });
 
     it('stops waiting when the client goes away: the handler never runs and nothing stays locked', async () => {
