@@ -19,12 +19,14 @@ export type LockedErrorCode = (typeof LockedErrorCode)[keyof typeof LockedErrorC
 /**
  * Turns what `acquire` threw into a GraphQLError with a code. The core error is kept as
  * `cause`, not `originalError`: Yoga masks any GraphQLError whose `originalError` is a plain Error.
+ * What no client can act on (an invalid option, a server refused as unsafe: the server's setup)
+ * is answered as it is, for the server to report as an internal error and log.
  */
 export function acquireFailure(
   error: unknown,
   coordinate: string,
   http: Required<HttpStatusOptions> | undefined,
-): GraphQLError {
+): unknown {
   switch ((error as { code?: unknown } | null)?.code) {
     case 'ERR_LOCK_BUSY':
     case 'ERR_LOCK_ACQUIRE_TIMEOUT':
@@ -41,12 +43,17 @@ export function acquireFailure(
         { code: LockedErrorCode.ABORTED },
         error,
       );
-    default:
+    case 'ERR_LOCK_UNAVAILABLE':
+    case 'ERR_LOCK_QUORUM':
+    case 'ERR_LOCK_NOT_REPLICATED':
+    case 'ERR_LOCK_CLOSED':
       return fieldError(
         `${coordinate} could not be locked: the lock service is unavailable`,
         { code: LockedErrorCode.LOCK_UNAVAILABLE, ...(http && { http: httpHead(http.unavailable) }) },
         error,
       );
+    default:
+      return error;
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Lock } from '@lock/core';
-import type { GraphQLFieldResolver } from 'graphql';
+import { GraphQLError, type GraphQLFieldResolver } from 'graphql';
 import { acquireFailure, LockedErrorCode } from './field-errors.js';
 import { attachLock } from './lock-of.js';
 import type { Settings } from './options.js';
@@ -51,7 +51,8 @@ export function lockedResolver(
     } catch (error) {
       if (lock === undefined) {
         const failure = acquireFailure(error, field.coordinate, settings.http);
-        if (failure.extensions.code !== LockedErrorCode.LOCKED) throw failure;
+        if (!(failure instanceof GraphQLError) || failure.extensions.code !== LockedErrorCode.LOCKED)
+          throw failure;
         return settings.onLocked(failure, { key, source, args, context, info });
       }
       throw error;

@@ -50,14 +50,29 @@ async function settleFields(value: unknown): Promise<unknown> {
     ([, descriptor]) => descriptor.enumerable && isThenable(descriptor.value),
   );
   if (pending.length === 0) return value;
+  const settled = new Map<string, unknown>();
   await Promise.all(
     pending.map(async ([name, descriptor]) => {
-      descriptors[name] = { ...descriptor, value: (await settlePosition(descriptor.value, identity)).value };
+      settled.set(name, (await settlePosition(descriptor.value, identity)).value);
     }),
   );
-  // A copy, not the resolver's object: that one may be frozen, or shared by code that still
-  // expects its promises.
-  return Object.create(Object.getPrototypeOf(value), descriptors);
+  // Not the resolver's object itself: it may be frozen, or shared by code that still expects
+  // its promises. A plain object is copied; an instance of a class is seen through a proxy,
+  // since a copy would lack its private fields (`#x`), which its getters and methods read.
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype === Object.prototype || prototype === null) {
+    for (const [name, result] of settled) descriptors[name] = { ...descriptors[name], value: result };
+    return Object.create(prototype, descriptors);
+  }
+  return new Proxy(value, {
+    get(target, name) {
+      if (typeof name === 'string' && settled.has(name)) return settled.get(name);
+      // The object itself as `this`, for getters and methods alike (graphql-js calls a method
+      // field on the object it was given): private fields are found on it, not on the proxy.
+      const found: unknown = Reflect.get(target, name);
+      return typeof found === 'function' ? found.bind(target) : found;
+    },
+  });
 }
 
 /**

@@ -97,6 +97,31 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('passes errors of the server’s setup through as they are, not as LOCK_UNAVAILABLE', async () => {
+    const schema = build(
+      'type Query { a: Int @locked(key: "a") b: Int @locked(key: "b:{keys.broken}") }',
+      { Query: { a: () => 1, b: () => 2 } },
+      {
+        signal: () => ({ aborted: false }) as unknown as AbortSignal,
+        keys: {
+          broken: () => {
+            throw new Error('key function failed');
+          },
+        },
+      },
+    );
+    const result = await run(schema, '{ a b }');
+
+    expect(result.data).toEqual({ a: null, b: null });
+    const byField = new Map(result.errors!.map((error) => [error.path![0], error]));
+    expect([byField.get('a')?.extensions.code, byField.get('b')?.extensions.code]).toEqual([
+      undefined,
+      undefined,
+    ]);
+    expect((byField.get('a')?.originalError as { code?: string }).code).toBe('ERR_LOCK_INVALID_OPTION');
+    expect(byField.get('b')?.message).toBe('key function failed');
+  });
+
   it('builds the key from input objects, the context and key functions', async () => {
     const schema = build(
       `input PayInput { order: OrderRef! } input OrderRef { id: ID! }
@@ -298,6 +323,41 @@ describe('the lock around the resolver', () => {
     expect(codes(second)).toEqual([[['payNow'], 'LOCKED']]);
     expect(most).toBe(1);
     expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
+  it('settles promise fields of a class instance and keeps its private fields readable', async () => {
+    class Order {
+      readonly #paid = true;
+      readonly id = '7';
+      readonly total = Promise.resolve(10);
+      get paid(): boolean {
+        return this.#paid;
+      }
+      label(): string {
+        return this.#paid ? 'paid' : 'open';
+      }
+    }
+    let settledInside = false;
+    const schema = build(
+      `type Order { id: ID! paid: Boolean! label: String! total: Int! }
+       type Query { x: Int }
+       type Mutation { pay: Order @locked(key: "order:7") }`,
+      {
+        Mutation: {
+          pay: () => {
+            const order = new Order();
+            void order.total.then(async () => {
+              settledInside = await locker.isLocked('order:7');
+            });
+            return order;
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay { id paid label total } }');
+
+    expect(result).toEqual({ data: { pay: { id: '7', paid: true, label: 'paid', total: 10 } } });
+    expect(settledInside).toBe(true);
   });
 
   it('settles promise fields of the objects in a list under the lock, reporting a rejected one at its path', async () => {
