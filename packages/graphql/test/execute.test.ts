@@ -118,7 +118,7 @@ describe('keys', () => {
       undefined,
       undefined,
     ]);
-    expect((byField.get('a')?.originalError as { code?: string }).code).toBe('ERR_LOCK_INVALID_OPTION');
+    expect(byField.get('a')?.originalError).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION' });
     expect(byField.get('b')?.message).toBe('key function failed');
   });
 
