@@ -64,14 +64,17 @@ async function settleFields(value: unknown): Promise<unknown> {
     for (const [name, result] of settled) descriptors[name] = { ...descriptors[name], value: result };
     return Object.create(prototype, descriptors);
   }
-  return new Proxy(value, {
-    get(target, name) {
+  // Over an empty object of the same prototype, not over the instance: a proxy must report a
+  // frozen instance's own properties as they are, promises included.
+  return new Proxy(Object.create(prototype) as object, {
+    get(_, name) {
       if (typeof name === 'string' && settled.has(name)) return settled.get(name);
-      // The object itself as `this`, for getters and methods alike (graphql-js calls a method
-      // field on the object it was given): private fields are found on it, not on the proxy.
-      const found: unknown = Reflect.get(target, name);
-      return typeof found === 'function' ? found.bind(target) : found;
+      // The instance as `this`, for getters and methods alike (graphql-js calls a method field
+      // on the object it was given): private fields are found on it, not on the proxy.
+      const found: unknown = Reflect.get(value, name);
+      return typeof found === 'function' ? found.bind(value) : found;
     },
+    has: (_, name) => Reflect.has(value, name),
   });
 }
 

@@ -325,7 +325,7 @@ describe('the lock around the resolver', () => {
     expect(await locker.isLocked('order:1')).toBe(false);
   });
 
-  it('settles promise fields of a class instance and keeps its private fields readable', async () => {
+  it('settles promise fields of a (frozen) class instance and keeps its private fields readable', async () => {
     class Order {
       readonly #paid = true;
       readonly id = '7';
@@ -349,7 +349,7 @@ describe('the lock around the resolver', () => {
             void order.total.then(async () => {
               settledInside = await locker.isLocked('order:7');
             });
-            return order;
+            return Object.freeze(order);
           },
         },
       },
