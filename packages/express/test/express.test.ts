@@ -89,6 +89,32 @@ for (const version of versions) {
       expect(handler.mock.calls[0]![3].problem).toMatchObject({ code: 'ERR_LOCK_BUSY' });
     });
 
+    it('cuts a refused response whose headers an earlier middleware already sent, instead of leaving it open', async () => {
+      const server = await serve((app) =>
+        app.get(
+          '/orders/:id',
+          (_req, res, next) => {
+            res.flushHeaders();
+            next();
+          },
+          lock({ locker, key: 'order:{params.id}', wait: 0 }),
+          (_req, res) => {
+            res.end('ran');
+          },
+        ),
+      );
+      const holder = await locker.acquire('order:12', { ttl: 5_000 });
+      const refused = await request(server)
+        .get('/orders/12')
+        .timeout(3_000)
+        .then(
+          () => 'answered',
+          (error: { code?: string; timeout?: number }) => (error.timeout ? 'left open' : 'cut'),
+        );
+      await holder.release();
+      expect(refused).toBe('cut');
+    });
+
     it('warns once when mounted with app.use, where there are no route params, and answers 500', async () => {
       const logger = { warn: vi.fn(), error: vi.fn() };
       const server = await serve((app) => {
