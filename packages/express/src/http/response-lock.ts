@@ -67,7 +67,8 @@ function watchConnection(connection: ClosableConnection, listener: () => void): 
  */
 const requestLocks = new WeakMap<ClosableRequest, Map<Locker, Map<string, Lock>>>();
 
-function heldBy(req: ClosableRequest, locker: Locker): Map<string, Lock> {
+/** Records that `req` holds `lock` on `locker`: made on the first lock a request takes, not for every request. */
+function recordHeld(req: ClosableRequest, locker: Locker, key: string, lock: Lock): void {
   let byLocker = requestLocks.get(req);
   if (byLocker === undefined) {
     byLocker = new Map();
@@ -78,7 +79,7 @@ function heldBy(req: ClosableRequest, locker: Locker): Map<string, Lock> {
     byKey = new Map();
     byLocker.set(locker, byKey);
   }
-  return byKey;
+  byKey.set(key, lock);
 }
 
 /**
@@ -106,8 +107,7 @@ export function lockForResponse(
 ): Promise<boolean> {
   const connection = req?.socket ?? undefined;
   if (res.closed || connection?.destroyed) return Promise.resolve(false);
-  const held = req && heldBy(req, locker);
-  const own = held?.get(key);
+  const own = req && requestLocks.get(req)?.get(locker)?.get(key);
   if (own && !own.released) {
     // The gate that took it releases it, once this request is over.
     proceed(own);
@@ -145,7 +145,7 @@ export function lockForResponse(
           // The lifetime may have ended between the grant and this call.
           if (gone.signal.aborted) return;
           holding = true;
-          held?.set(key, lock);
+          if (req) recordHeld(req, locker, key, lock);
           resolve(true);
           const work = proceed(lock);
           // The adapter's own error handling deals with a rejection of `work`.
@@ -153,6 +153,7 @@ export function lockForResponse(
         },
       )
       .finally(() => {
+        const held = req && requestLocks.get(req)?.get(locker);
         if (held?.get(key)?.released) held.delete(key);
       })
       .then(
