@@ -1,10 +1,10 @@
-import { createLocker, type Locker } from '@lock/core';
+import { createLocker, keySlot, type Locker } from '@lock/core';
 import { instrumentLocks, type LockInstrumentation } from '@lock/otel';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { type RedisCluster, type RedisServer, startCluster, startRedis, waitFor } from '@lock/testing';
 import { context, trace } from '@opentelemetry/api';
 import type { Redis as RedisClient } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Redis, tracer } from './support/telemetry.js';
+import { Cluster, Redis, tracer } from './support/telemetry.js';
 
 /** A command some client sent, with the trace active when it was sent (what instrumentation-ioredis parents its span on). */
 interface Sent {
@@ -12,6 +12,37 @@ interface Sent {
   readonly name: string;
   readonly traceId: string | undefined;
 }
+
+/**
+ * Every command of every ioredis client (subscriber duplicates and cluster shard subscribers
+ * included) as it is sent, recorded from each test's start with lock instrumentation enabled.
+ */
+function recordCommands(): Sent[] {
+  const sent: Sent[] = [];
+  const { sendCommand } = Redis.prototype;
+  let instrumentation: LockInstrumentation;
+  beforeEach(() => {
+    sent.length = 0;
+    Redis.prototype.sendCommand = function (this: RedisClient, command, stream) {
+      sent.push({
+        client: this,
+        name: command.name,
+        traceId: trace.getSpanContext(context.active())?.traceId,
+      });
+      return sendCommand.call(this, command, stream);
+    } as typeof sendCommand;
+    instrumentation = instrumentLocks();
+  });
+  afterEach(() => {
+    instrumentation.disable();
+    Redis.prototype.sendCommand = sendCommand;
+  });
+  return sent;
+}
+
+/** The names of the commands sent in trace `traceId`. */
+const namesIn = (commands: Sent[], traceId: string | undefined) =>
+  commands.filter((command) => command.traceId === traceId).map((command) => command.name);
 
 /**
  * A locker creates a subscriber connection, a sweeper and a linger timer, and a watchdog timer the
@@ -33,28 +64,13 @@ describe('connections and timers a request made lazily', () => {
     await server.stop();
   });
 
-  // Every command of every ioredis client (the subscriber duplicate included) as it is sent.
-  const sent: Sent[] = [];
-  const { sendCommand } = Redis.prototype;
-  let instrumentation: LockInstrumentation;
+  const sent = recordCommands();
   let lockers: Locker[];
   beforeEach(() => {
-    sent.length = 0;
     lockers = [];
-    Redis.prototype.sendCommand = function (this: RedisClient, command, stream) {
-      sent.push({
-        client: this,
-        name: command.name,
-        traceId: trace.getSpanContext(context.active())?.traceId,
-      });
-      return sendCommand.call(this, command, stream);
-    } as typeof sendCommand;
-    instrumentation = instrumentLocks();
   });
   afterEach(async () => {
     for (const locker of lockers) await locker.close();
-    instrumentation.disable();
-    Redis.prototype.sendCommand = sendCommand;
   });
 
   const channels = () => admin.pubsub('CHANNELS', '*') as Promise<string[]>;
@@ -76,10 +92,6 @@ describe('connections and timers a request made lazily', () => {
 
   /** Commands the locker's own connections sent after index `from`, with none of the test's admin commands. */
   const sentSince = (from: number) => sent.slice(from).filter((command) => command.client !== admin);
-
-  /** The names of the commands sent in trace `traceId`. */
-  const namesIn = (commands: Sent[], traceId: string | undefined) =>
-    commands.filter((command) => command.traceId === traceId).map((command) => command.name);
 
   it('resubscribes the subscriber connection after a reconnect outside the request that made it', async () => {
     const locker = createLocker({ redis });
@@ -127,5 +139,80 @@ describe('connections and timers a request made lazily', () => {
     await lock.release();
     expect(namesIn(renewals, requestTrace)).toEqual([]);
     expect(renewals[0]!.traceId).toBeUndefined();
+  });
+});
+
+describe('shard subscribers a request started on a cluster', () => {
+  let cluster: RedisCluster;
+  beforeAll(async () => {
+    cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+  });
+  afterAll(() => cluster.stop());
+
+  const sent = recordCommands();
+  const clients: InstanceType<typeof Cluster>[] = [];
+  const lockers: Locker[] = [];
+  afterEach(async () => {
+    for (const locker of lockers.splice(0)) await locker.close();
+    for (const client of clients.splice(0)) client.disconnect();
+  });
+
+  /** Two keys whose locks (and channels) live on different masters. */
+  function keysOnTwoShards(): [string, string] {
+    const master = (key: string) => {
+      const slot = keySlot(`lock:${key}`);
+      return cluster.slotRanges.findIndex((range) => slot >= range.start && slot <= range.end);
+    };
+    let n = 2;
+    while (master(`order:${n}`) === master('order:1')) n++;
+    return ['order:1', `order:${n}`];
+  }
+
+  it('resubscribes after the shard subscriber’s connection dropped outside the request that started it', async () => {
+    const client = (name: string) => {
+      const made = new Cluster(
+        cluster.startupNodes.map((address) => ({ ...address })),
+        {
+          redisOptions: { connectionName: name },
+        },
+      );
+      clients.push(made);
+      return made;
+    };
+    const holder = createLocker({ redis: client('holder') });
+    const locker = createLocker({ redis: client('waiter') });
+    lockers.push(holder, locker);
+    const admins = cluster.masters.map((master) => master.client());
+    const shardChannels = async () =>
+      (
+        await Promise.all(admins.map((admin) => admin.call('PUBSUB', 'SHARDCHANNELS') as Promise<string[]>))
+      ).flat();
+    /** Waits for `key`, held by the holder, until the waiter has subscribed to its channel. */
+    async function waitBehindHolder(key: string): Promise<void> {
+      const held = await holder.acquire(key);
+      const waiting = locker.acquire(key, { wait: 10_000 });
+      const before = (await shardChannels()).length;
+      await waitFor('the waiter to subscribe', async () => (await shardChannels()).length > before);
+      await held.release();
+      await (await waiting).release();
+    }
+    // The subscriber connection is made, and its first shard subscriber started, outside any request.
+    const [first, second] = keysOnTwoShards();
+    await waitBehindHolder(first);
+    // The second key's shard has no subscriber running yet: the request's SSUBSCRIBE starts it.
+    const requestTrace = await tracer.startActiveSpan('request A', async (span) => {
+      await waitBehindHolder(second);
+      span.end();
+      return span.spanContext().traceId;
+    });
+    const from = sent.length;
+    // ioredis replaces a shard subscriber whose connection ended and subscribes its channels again.
+    for (const admin of admins) await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await waitFor('the channel to be subscribed again', async () =>
+      sent.slice(from).some((command) => command.name === 'ssubscribe'),
+    );
+    const resubscribed = sent.slice(from).filter((command) => command.name === 'ssubscribe');
+    expect(namesIn(sent.slice(from), requestTrace)).toEqual([]);
+    expect(resubscribed[0]!.traceId).toBeUndefined();
   });
 });

@@ -75,8 +75,13 @@ export class ReleaseListener {
 
   private async subscribe(name: string): Promise<void> {
     const connection = this.connect();
-    if (isCluster(this.redis)) await connection.ssubscribe(name);
-    else await connection.subscribe(name);
+    if (!isCluster(this.redis)) {
+      await connection.subscribe(name);
+      return;
+    }
+    // A cluster's shard subscribers connect on the first SSUBSCRIBE of their slot, so that call
+    // makes a connection (and its reconnects and resubscriptions) that outlives this one.
+    await detached(() => connection.ssubscribe(name));
   }
 
   private connect(): Redis | Cluster {

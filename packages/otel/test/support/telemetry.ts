@@ -37,7 +37,7 @@ export const redisInstrumentation = new IORedisInstrumentation({ dbStatementSeri
  * ioredis, patched: the instrumentation hooks `require`, and vitest loaded ioredis before this
  * module ran (through @lock/testing), so it is required again here for the hook to see it.
  */
-export const { Redis } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
+export const { Redis, Cluster } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
 
 /** A meter provider whose cumulative totals a test can read at any time. */
 export function meters() {
