@@ -8,4 +8,4 @@ export {
   RequestKeyError,
   type ValidationName,
 } from './http/index.js';
-export { type ExpressLockOptions, lock, type RefusalHandler } from './lock.js';
+export { type ExpressLockOptions, lock, locked, type RefusalHandler } from './lock.js';

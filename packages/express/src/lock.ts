@@ -110,13 +110,36 @@ export interface ExpressLockOptions extends CommonLockOptions<Request> {
   readonly requestPropertyName?: string;
 }
 
+/** Runs the rest of a request once its gate let it through: returns a promise of its end, if it knows one. */
+type Onward = (req: Request, res: Response, next: NextFunction) => unknown;
+
 /**
  * Route middleware that holds a lock on the request's key from before the handler runs until
  * the response closes (or its connection does), so requests for the same resource run one at a time and requests for
  * different resources in parallel. Works on Express 4 and 5: its own failures go to `next(err)`
- * under both.
+ * under both. Express tells a middleware nothing of the handler's end, so a client that goes away
+ * frees the lock while the handler may still run: use `locked()` for a handler that writes.
  */
 export function lock(options: ExpressLockOptions): RequestHandler {
+  return gated(options, (_req, _res, next) => next());
+}
+
+/**
+ * A route handler that runs under the lock, as `lock(options)` followed by `route` does, but
+ * holds the lock until `route` has also settled (its promise, for an async handler): a client
+ * that goes away mid-handler does not free the lock while the handler still works. What `route`
+ * throws or rejects with goes to `next(err)` on Express 4 and 5.
+ */
+export function locked(options: ExpressLockOptions, route: RequestHandler): RequestHandler {
+  const handler = checkFunction(route, 'route');
+  return gated(options, (req, res, next) => {
+    const settled = new Promise((resolve) => resolve(handler(req, res, next)));
+    settled.catch(next);
+    return settled;
+  });
+}
+
+function gated(options: ExpressLockOptions, onward: Onward): RequestHandler {
   const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName', onRequest);
@@ -128,15 +151,18 @@ export function lock(options: ExpressLockOptions): RequestHandler {
   }));
 
   return function lockMiddleware(req, res, next) {
-    // Returns nothing: Express has no signal of the handler's end, so the lock lasts exactly as
-    // long as the response (and its connection).
-    const proceed = (held: Lock | undefined): void => {
+    const proceed = (held: Lock | undefined): unknown => {
       if (held) (req as unknown as Record<string, unknown>)[property] = held;
-      next();
+      return onward(req, res, next);
+    };
+    // A refusal handler's `next()` runs the route anyway (unlocked); `next(err)` is Express's.
+    const anyway: NextFunction = (error?: unknown) => {
+      if (error === undefined) proceed(undefined);
+      else next(error);
     };
     gate(req, res, proceed, req).then((outcome) => {
       if (outcome.kind !== 'refused') return;
-      new Promise((resolve) => resolve(handler(req, res, next, outcome.refusal))).catch(next);
+      new Promise((resolve) => resolve(handler(req, res, anyway, outcome.refusal))).catch(next);
     }, next);
   };
 }

@@ -1,14 +1,16 @@
 import http, { type Server } from 'node:http';
-import type { Locker } from '@lock/core';
+import type { Lock, Locker } from '@lock/core';
+import { waitFor } from '@lock/testing';
 import express5 from 'express';
 import express4 from 'express4';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
-import { lock, type RefusalHandler } from '../src/index.js';
+import { lock, locked, type RefusalHandler } from '../src/index.js';
 import { answerErrors, type ExpressVersion, expressAdapter } from './express-adapter.js';
 import { useLockFixture } from './support/fixture.js';
-import { listen } from './support/http.js';
+import { listen, openRequest } from './support/http.js';
 import { describeLockMiddleware } from './support/lock-suite.js';
+import { Gate } from './support/recorder.js';
 
 const versions: ExpressVersion[] = [
   { name: 'Express 5', express: express5, forwardsRejections: true },
@@ -113,6 +115,91 @@ for (const version of versions) {
         );
       await holder.release();
       expect(refused).toBe('cut');
+    });
+
+    describe('locked()', () => {
+      it('keeps the lock after the client went away until the handler has settled', async () => {
+        const entered = new Gate();
+        const closed = new Gate();
+        const finish = new Gate();
+        let handle: Lock | undefined;
+        const server = await serve((app) =>
+          app.get(
+            '/orders/:id',
+            locked({ locker, key: 'order:{params.id}', wait: 0 }, async (req, res) => {
+              handle = req.lock;
+              res.once('close', () => closed.open());
+              entered.open();
+              await finish.pass();
+              res.json({ late: true });
+            }),
+          ),
+        );
+        const client = openRequest(server, '/orders/31');
+        await entered.pass();
+        client.abort();
+        await closed.pass();
+        // By the next macrotask every continuation of the 'close' has run: a lock that followed
+        // only the response would have been released by then.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(handle!.released).toBe(false);
+        expect((await request(server).get('/orders/31')).status).toBe(409);
+        finish.open();
+        await waitFor('order:31 to be free', async () => !(await locker.isLocked('order:31')));
+        expect(handle!.released).toBe(true);
+        expect((await request(server).get('/orders/31')).body).toEqual({ late: true });
+      });
+
+      it('sends what the handler throws or rejects with to next(err), and frees the lock', async () => {
+        const failure = () => Object.assign(new Error('the handler failed'), { code: 'E_HANDLER' });
+        const server = await serve((app) => {
+          app.get(
+            '/sync/:id',
+            locked({ locker, key: 'sync:{params.id}' }, () => {
+              throw failure();
+            }),
+          );
+          app.get(
+            '/async/:id',
+            locked({ locker, key: 'async:{params.id}' }, async () => {
+              throw failure();
+            }),
+          );
+        });
+        for (const path of ['/sync/1', '/async/1']) {
+          const failed = await request(server).get(path);
+          expect([failed.status, failed.body]).toEqual([500, { code: 'E_HANDLER' }]);
+        }
+        await waitFor('both locks to be free', async () => {
+          const held = await Promise.all(['sync:1', 'async:1'].map((key) => locker.isLocked(key)));
+          return !held.includes(true);
+        });
+      });
+
+      it('runs the route without the lock when a refusal handler calls next()', async () => {
+        const server = await serve((app) =>
+          app.get(
+            '/orders/:id',
+            locked(
+              { locker, key: 'order:{params.id}', wait: 0, handler: (_req, _res, next) => next() },
+              (req, res) => {
+                res.json({ locked: req.lock !== undefined });
+              },
+            ),
+          ),
+        );
+        const holder = await locker.acquire('order:32', { ttl: 5_000 });
+        const anyway = await request(server).get('/orders/32');
+        await holder.release();
+        expect(anyway.body).toEqual({ locked: false });
+        expect((await request(server).get('/orders/32')).body).toEqual({ locked: true });
+      });
+
+      it('refuses a route that is not a function, naming it', () => {
+        expect(() => locked({ locker, key: 'k' }, 'pay' as never)).toThrow(
+          expect.objectContaining({ code: 'ERR_LOCK_INVALID_OPTION', option: 'route', value: 'pay' }),
+        );
+      });
     });
 
     it('warns once when mounted with app.use, where there are no route params, and answers 500', async () => {
