@@ -150,6 +150,37 @@ for (const version of versions) {
         expect((await request(server).get('/orders/31')).body).toEqual({ late: true });
       });
 
+      it('under a lock() of the same key before it, still holds the lock until the handler has settled', async () => {
+        const entered = new Gate();
+        const closed = new Gate();
+        const finish = new Gate();
+        let handle: Lock | undefined;
+        const options = { locker, key: 'order:{params.id}', wait: 0 };
+        const server = await serve((app) => {
+          const router = version.express.Router({ mergeParams: true });
+          router.get(
+            '/',
+            locked(options, async (req, res) => {
+              handle = req.lock;
+              res.once('close', () => closed.open());
+              entered.open();
+              await finish.pass();
+              res.json({ late: true });
+            }),
+          );
+          app.use('/orders/:id', lock(options), router);
+        });
+        const client = openRequest(server, '/orders/33');
+        await entered.pass();
+        client.abort();
+        await closed.pass();
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(handle!.released).toBe(false);
+        expect((await request(server).get('/orders/33')).status).toBe(409);
+        finish.open();
+        await waitFor('order:33 to be free', async () => !(await locker.isLocked('order:33')));
+      });
+
       it('sends what the handler throws or rejects with to next(err), and frees the lock', async () => {
         const failure = () => Object.assign(new Error('the handler failed'), { code: 'E_HANDLER' });
         const server = await serve((app) => {

@@ -60,15 +60,24 @@ function watchConnection(connection: ClosableConnection, listener: () => void): 
   };
 }
 
+/** A lock a request holds, and what later gates of the request for the same key still run under it. */
+interface HeldLock {
+  readonly lock: Lock;
+  readonly within: Promise<unknown>[];
+  /** Set once the hold stopped waiting for `within`: a gate after that takes the lock afresh. */
+  over: boolean;
+}
+
 /**
  * The locks each request holds, by locker and key: a second gate of one request for a key it
  * holds (a lock on a router and the same lock on its route) runs within that hold, instead of
- * waiting for its own request as a new owner would.
+ * waiting for its own request as a new owner would, and the hold lasts until what that gate
+ * runs has settled too.
  */
-const requestLocks = new WeakMap<ClosableRequest, Map<Locker, Map<string, Lock>>>();
+const requestLocks = new WeakMap<ClosableRequest, Map<Locker, Map<string, HeldLock>>>();
 
-/** Records that `req` holds `lock` on `locker`: made on the first lock a request takes, not for every request. */
-function recordHeld(req: ClosableRequest, locker: Locker, key: string, lock: Lock): void {
+/** Records that `req` holds `held` on `locker`: made on the first lock a request takes, not for every request. */
+function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: HeldLock): void {
   let byLocker = requestLocks.get(req);
   if (byLocker === undefined) {
     byLocker = new Map();
@@ -79,7 +88,7 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, lock: Loc
     byKey = new Map();
     byLocker.set(locker, byKey);
   }
-  byKey.set(key, lock);
+  byKey.set(key, held);
 }
 
 /**
@@ -94,7 +103,8 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, lock: Loc
  * went wrong after `proceed`: a failed release, or the lock lost meanwhile. The listeners it
  * adds are removed once the lifetime is over or the acquire failed: a keep-alive connection
  * serving many requests does not collect them. A request that already holds `key` on `locker`
- * (from an earlier gate) proceeds at once with that lock.
+ * (from an earlier gate) proceeds at once with that lock, which the earlier gate then holds
+ * until what this `proceed` returned has settled as well.
  */
 export function lockForResponse(
   res: ClosableResponse,
@@ -108,9 +118,9 @@ export function lockForResponse(
   const connection = req?.socket ?? undefined;
   if (res.closed || connection?.destroyed) return Promise.resolve(false);
   const own = req && requestLocks.get(req)?.get(locker)?.get(key);
-  if (own && !own.released) {
-    // The gate that took it releases it, once this request is over.
-    proceed(own);
+  if (own && !own.over) {
+    // The gate that took it releases it, once this request is over and this gate's work too.
+    own.within.push(Promise.resolve(proceed(own.lock)));
     return Promise.resolve(true);
   }
   const gone = new AbortController();
@@ -145,16 +155,19 @@ export function lockForResponse(
           // The lifetime may have ended between the grant and this call.
           if (gone.signal.aborted) return;
           holding = true;
-          if (req) recordHeld(req, locker, key, lock);
+          const held: HeldLock = { lock, within: [], over: false };
+          if (req) recordHeld(req, locker, key, held);
           resolve(true);
           const work = proceed(lock);
-          // The adapter's own error handling deals with a rejection of `work`.
+          // The adapter's own error handling deals with a rejection of `work` (and of later gates').
           await Promise.allSettled([responseOver, work]);
+          while (held.within.length > 0) await Promise.allSettled(held.within.splice(0));
+          held.over = true;
         },
       )
       .finally(() => {
         const held = req && requestLocks.get(req)?.get(locker);
-        if (held?.get(key)?.released) held.delete(key);
+        if (held?.get(key)?.over) held.delete(key);
       })
       .then(
         () => {
