@@ -84,8 +84,12 @@ export interface LockBackend {
   ): Promise<ReleaseReply>;
   /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
   extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;
-  /** `extend` for many locks in as few round trips as the topology allows; one answer per item, in order. */
-  extendMany(items: readonly RenewalItem[], ttl: number): Promise<(BackendExtension | null)[]>;
+  /**
+   * `extend` for many locks in as few round trips as the topology allows; one answer per item, in
+   * order: an `Error` in place of an item whose outcome could not be told (its node unreachable,
+   * too few masters answering) while the others' are known.
+   */
+  extendMany(items: readonly RenewalItem[], ttl: number): Promise<(BackendExtension | null | Error)[]>;
   inspect(resource: string): Promise<Inspection>;
   /**
    * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves

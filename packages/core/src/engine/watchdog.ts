@@ -130,7 +130,7 @@ export class Watchdog {
       const publish = (failed: boolean) =>
         channels.renew.publish({ protocol: this.backend.protocol.name, size: batch.length, ttl, failed });
       round.then(
-        () => publish(false),
+        (results) => publish(results.some((result) => result instanceof Error)),
         () => publish(true),
       );
     }
@@ -140,6 +140,7 @@ export class Watchdog {
         round.then(
           (results) => {
             const result = results[i] ?? null;
+            if (result instanceof Error) return this.finish(hold, () => this.failed(hold, result));
             // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
             if (result) hold.token = result.token;
             this.finish(hold, () => this.renewed(hold, result, sentAt));

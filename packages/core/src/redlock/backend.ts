@@ -75,6 +75,7 @@ export function backendOn(context: QuorumContext): QuorumBackend {
 
     async extend(resource, owner, token, ttl) {
       const [extension] = await extendOnQuorum(context, [{ resource, owner, token }], ttl);
+      if (extension instanceof Error) throw extension;
       return extension ?? null;
     },
 

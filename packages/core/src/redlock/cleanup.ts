@@ -6,9 +6,10 @@ import type { QuorumContext } from './options.js';
  * Undoes an attempt that will not be handed out: releases on every node it may have written
  * to, including nodes that timed out or failed (their command may still have run). Bounded by
  * the node timeout and never throws; what got no answer is counted and left to expire by TTL.
- * `skip` marks nodes known to hold nothing of ours (they refused); when every node refused,
- * nothing is sent. With `every`, each node gives up every hold of `owner`, not one: for a lease
- * found lost, whose handles will all answer `not-owner` and send nothing.
+ * `skip` marks nodes not to send to (an attempt's: known to hold nothing of ours, they refused);
+ * when every node is skipped, nothing is sent. With `every`, each node gives up every hold of
+ * `owner`, not one: for a lease found lost, whose handles will all answer `not-owner` and send
+ * nothing, and for the holds a minority still counts after a majority released.
  */
 export async function releaseLeftovers(
   context: QuorumContext,

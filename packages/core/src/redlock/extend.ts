@@ -18,13 +18,14 @@ const RENEWAL_CHUNK = 500;
  * out its TTL). Masters never re-create a missing key (the protocol's extend guarantees that).
  * A token this backend did not make renews nothing. With a batching protocol
  * (`extendMany`) each master gets one call per chunk of leases, all chunks in parallel.
- * Throws `QuorumError` when too few masters answered to tell whether a lease is still held.
+ * A lease too few masters answered for to tell whether it is still held gets a `QuorumError`
+ * in its place; the others of the round are still renewed or found lost (and released).
  */
 export async function extendOnQuorum(
   context: QuorumContext,
   items: readonly RenewalItem[],
   ttl: number,
-): Promise<(BackendExtension | null)[]> {
+): Promise<(BackendExtension | null | QuorumError)[]> {
   const chunks: RenewalItem[][] = [];
   for (let i = 0; i < items.length; i += RENEWAL_CHUNK) chunks.push(items.slice(i, i + RENEWAL_CHUNK));
   const results = await Promise.all(chunks.map((chunk) => extendChunk(context, chunk, ttl)));
@@ -35,9 +36,9 @@ async function extendChunk(
   context: QuorumContext,
   items: readonly RenewalItem[],
   ttl: number,
-): Promise<(BackendExtension | null)[]> {
+): Promise<(BackendExtension | null | QuorumError)[]> {
   const { clients, protocol } = context;
-  const results: (BackendExtension | null)[] = items.map(() => null);
+  const results: (BackendExtension | null | QuorumError)[] = items.map(() => null);
   // A token this backend did not make names no lease of ours: it renews nothing, anywhere.
   const leases = items.flatMap((item, i) => {
     const tokens = decodeTokens(item.token, clients.length);
@@ -65,15 +66,7 @@ async function extendChunk(
   const { quorum } = context;
   // A lease that more than N − quorum answering masters no longer hold is lost whatever the others say.
   const refusedBy = (renewed: NodeTokens) => ok - countTokens(renewed);
-  const undecided = renewals.findIndex((renewed) => refusedBy(renewed) <= clients.length - quorum);
-  if (ok < quorum && undecided >= 0) {
-    // Too few masters answered to tell whether a lease is still ours: an outage, not a loss.
-    // The leases stay as they are; each ends by its own validity unless a later renewal succeeds.
-    const renewed = renewals[undecided] ?? [];
-    const agreed = countTokens(renewed);
-    const resource = leases[undecided]?.item.resource ?? '';
-    throw new QuorumError(resource, quorum, agreed, refusedBy(renewed), failed, timedOut);
-  }
+  const lost = (renewed: NodeTokens) => refusedBy(renewed) > clients.length - quorum;
 
   await Promise.all(
     leases.map(({ item, tokens, i }, n) => {
@@ -82,7 +75,21 @@ async function extendChunk(
         results[i] = { validity, token: encodeTokens(renewed) };
         return undefined;
       }
-      // Lost: the engine ends every handle of it, so every hold of the owner goes.
+      if (ok < quorum && !lost(renewed)) {
+        // Too few masters answered to tell whether this lease is still ours: an outage, not a
+        // loss. It stays as it is, and ends by its validity unless a later renewal succeeds.
+        results[i] = new QuorumError(
+          item.resource,
+          quorum,
+          countTokens(renewed),
+          refusedBy(renewed),
+          failed,
+          timedOut,
+        );
+        return undefined;
+      }
+      // Lost: the engine ends every handle of it, so every hold of the owner goes (the masters
+      // that did not answer may still keep one).
       return releaseLeftovers(context, item.resource, item.owner, tokens, { every: true });
     }),
   );

@@ -21,8 +21,9 @@ export interface QuorumBackendOptions {
    * small against the ttl so a dead master does not eat the lease, yet above a connection
    * set-up (the first call on a fresh client also connects and loads the script). Every call
    * waits for all masters (each at most this long), so it also bounds each call: one round for
-   * release, inspect and a waiter's subscription, two for extend (renewal, then the release of a
-   * lost lease), three for acquire (attempt, fence write-back, release of what a failed attempt
+   * inspect and a waiter's subscription, two for release (then the release of holds a minority
+   * still counts after a majority released) and extend (renewal, then the release of a lost
+   * lease), three for acquire (attempt, fence write-back, release of what a failed attempt
    * took). Default: `250`.
    */
   readonly nodeTimeout?: number;
@@ -32,9 +33,12 @@ export interface QuorumBackendOptions {
   readonly clock?: () => number;
 }
 
-/** Failures the backend absorbed rather than reported: releases after a failed attempt that got no answer. */
+/** Failures the backend absorbed rather than reported: releases of leftovers that got no answer. */
 export interface QuorumStats {
-  /** Node releases (after a failed acquire or extend) that failed or timed out; the key then expires by its TTL. */
+  /**
+   * Node releases (after a failed acquire or extend, or of holds a minority still counts after a
+   * release) that failed or timed out; the key then expires by its TTL.
+   */
   releaseFailures: number;
 }
 

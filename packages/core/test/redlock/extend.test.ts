@@ -1,5 +1,7 @@
+import { waitFor } from '@lock/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QuorumError } from '../../src/errors.js';
+import { type LockLostError, QuorumError } from '../../src/errors.js';
+import { createRedlock } from '../../src/redlock/index.js';
 import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
 
 // S20: an extension counts only with a majority inside validity, and never re-creates a key.
@@ -78,6 +80,60 @@ describe('RedLock extend', () => {
     } finally {
       for (const server of frozen) server.resume();
     }
+  });
+
+  it('releases a lease found lost even when another lease of the round cannot be told', async () => {
+    // 4 masters, quorum 3, two frozen: the two that answer say `lost` is gone (so no majority can
+    // hold it) and still hold `kept`, which the frozen two must decide: a QuorumError for `kept`.
+    const clients = nodes.clients.slice(0, 4);
+    const backend = backendOver(clients, { nodeTimeout: 200 });
+    const lost = freshKey('extend-lost-beside-undecided');
+    const kept = freshKey('extend-undecided-beside-lost');
+    const grants = [await grantOf(backend, lost, 30_000), await grantOf(backend, kept, 30_000)];
+    for (const client of clients.slice(0, 2)) await client.del(`{${lost}}`);
+    const frozen = nodes.masters.servers.slice(2, 4);
+    for (const server of frozen) server.pause();
+    let results: Awaited<ReturnType<typeof backend.extendMany>>;
+    try {
+      const items = [lost, kept].map((resource, i) => ({ resource, owner: 'me', token: grants[i]!.token }));
+      results = await backend.extendMany(items, 30_000);
+    } finally {
+      for (const server of frozen) server.resume();
+    }
+    expect(results[0]).toBeNull();
+    expect(results[1]).toBeInstanceOf(QuorumError);
+    expect(results[1]).toMatchObject({ key: kept, needed: 3, agreed: 2, timedOut: 2 });
+    // What the frozen masters queued has run once they answer a PING: the lost lease must not stay
+    // on them for its whole ttl, where it keeps the lock from any majority of the four.
+    await Promise.all(clients.map((client) => client.ping()));
+    expect(await ownersOn(clients, lost)).toEqual([null, null, null, null]);
+    expect(await ownersOn(clients, kept)).toEqual(['me', 'me', 'me', 'me']);
+    expect(await backend.release(kept, 'me', grants[1]!.token)).toBe('released');
+  });
+
+  it('tells the handle of a lease found lost at once, while a lease of the same renewal cannot be told', async () => {
+    const clients = nodes.clients.slice(0, 4);
+    const locker = createRedlock({ clients, prefix: '', nodeTimeout: 200 });
+    // Renewed leases taken together: due within a sixth of their ttl of each other, one round renews both.
+    const lease = { ttl: 6_000, renew: true };
+    const lost = await locker.acquire(freshKey('watchdog-lost-beside-undecided'), lease);
+    const kept = await locker.acquire(freshKey('watchdog-undecided-beside-lost'), lease);
+    for (const client of clients.slice(0, 2)) await client.del(`{${lost.key}}`);
+    const frozen = nodes.masters.servers.slice(2, 4);
+    for (const server of frozen) server.pause();
+    try {
+      // The next renewal round finds `lost` gone; `kept` is retried until the masters answer.
+      await waitFor('the lost lease to be told', async () => lost.signal.aborted, { timeout: 10_000 });
+    } finally {
+      for (const server of frozen) server.resume();
+    }
+    // Released everywhere only after its handle knows: not a lease whose holder still believes in it.
+    expect((lost.signal.reason as LockLostError).reason).toBe('taken');
+    expect(kept.signal.aborted).toBe(false);
+    await Promise.all(clients.map((client) => client.ping()));
+    expect(await ownersOn(clients, lost.key)).toEqual([null, null, null, null]);
+    await kept.release();
+    await locker.close();
   });
 
   it('throws QuorumError when too few masters answer to tell', async () => {
