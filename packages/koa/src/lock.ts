@@ -1,3 +1,4 @@
+import { Stream } from 'node:stream';
 import type { Lock } from '@lock/core';
 import {
   type CommonLockOptions,
@@ -52,13 +53,17 @@ export function lock(options: KoaLockOptions): Middleware {
 
   return async function lockMiddleware(ctx, next) {
     let downstream: Promise<unknown> | undefined;
+    let locked = false;
     // Returning `downstream` keeps the lock until the handler has settled, even when the client
     // aborts first: the response closing alone must not let a second request in while it runs.
     const outcome = await gate(
       ctx,
       ctx.res,
       (held) => {
-        if (held) ctx.state[stateKey] = held;
+        if (held) {
+          ctx.state[stateKey] = held;
+          locked = true;
+        }
         downstream = next();
         return downstream;
       },
@@ -66,5 +71,21 @@ export function lock(options: KoaLockOptions): Middleware {
     );
     if (outcome.kind === 'refused') await handler(ctx, outcome.refusal);
     await downstream;
+    if (locked) cutOnStreamError(ctx);
   };
+}
+
+/**
+ * The lock lasts until the response closes, so a response that never closes holds it for as
+ * long as the client waits. Koa 2 leaves the response of a streamed body that fails after the
+ * headers went out open (Koa 3 cuts it): cut it then, so the lock is released. A response Koa
+ * could still answer (the stream failed before the headers) has been ended by then and is kept.
+ */
+function cutOnStreamError(ctx: Context): void {
+  const body: unknown = ctx.body;
+  if (!(body instanceof Stream)) return;
+  // Koa's own error listener was added when the body was set, so it has run by then.
+  body.once('error', () => {
+    if (!ctx.res.writableEnded) ctx.res.destroy();
+  });
 }

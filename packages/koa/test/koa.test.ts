@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Lock, Locker } from '@lock/core';
 import type { RedisServer } from '@lock/testing';
@@ -8,7 +9,7 @@ import Koa2 from 'koa2';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { useLockFixture } from '../../express/test/support/fixture.js';
-import { openRequest } from '../../express/test/support/http.js';
+import { acceptedConnections, openRequest, pipeline } from '../../express/test/support/http.js';
 import { describeLockMiddleware } from '../../express/test/support/lock-suite.js';
 import { lock, type RefusalHandler } from '../src/index.js';
 import { answerErrors, type KoaVersion, koaAdapter, serveApp } from './koa-adapter.js';
@@ -158,6 +159,91 @@ for (const version of versions) {
         'application/problem+json',
       ]);
       expect([custom.status, custom.body]).toEqual([409, { custom: 'busy', retryAfter: 3 }]);
+    });
+
+    it('cuts a refused response whose headers an earlier middleware already sent, instead of ending it as that status', async () => {
+      const server = await serve((_app, router) =>
+        router.get(
+          '/orders/:id',
+          async (ctx, next) => {
+            ctx.status = 200;
+            ctx.flushHeaders();
+            await next();
+          },
+          lock({ locker, key: 'order:{params.id}', wait: 0 }),
+          (ctx) => {
+            ctx.body = 'ran';
+          },
+        ),
+      );
+      const holder = await locker.acquire('order:12', { ttl: 5_000 });
+      const refused = await request(server)
+        .get('/orders/12')
+        .timeout(3_000)
+        .then(
+          (response) => `answered ${response.status} ${response.text}`,
+          (error: { timeout?: number }) => (error.timeout ? 'left open' : 'cut'),
+        );
+      await holder.release();
+      expect(refused).toBe('cut');
+    });
+
+    /** A route streaming `chunks`, then failing once `fail` settles: a failed file read or upstream fetch. */
+    async function serveFailingStream(chunks: readonly string[], fail: Promise<void>): Promise<Server> {
+      return serve((app, router) => {
+        // Koa logs the stream error; that error is what the test makes.
+        app.silent = true;
+        router.get('/export/:id', lock({ locker, key: 'export:{params.id}' }), (ctx) => {
+          const left = [...chunks];
+          ctx.type = 'text/plain';
+          ctx.body = new Readable({
+            read() {
+              const chunk = left.shift();
+              if (chunk !== undefined) this.push(chunk);
+              else fail.then(() => this.destroy(new Error('the source failed')));
+            },
+          });
+        });
+      });
+    }
+
+    const outcomeOf = (body: Promise<string>) =>
+      body.then(
+        (text) => `ended ${text}`,
+        () => 'cut',
+      );
+
+    it('cuts the response of a streamed body that fails after its first byte, and releases the lock', async () => {
+      const fail = deferred();
+      const server = await serveFailingStream(['first'], fail.promise);
+      const failing = openRequest(server, '/export/1');
+      expect(await failing.firstChunk).toBe('first');
+      fail.resolve();
+      // Koa 2 alone leaves this response open, and the lock with it, while the client waits.
+      await waitFor('export:1 to be free', async () => !(await locker.isLocked('export:1')), {
+        timeout: 5_000,
+        interval: 10,
+      });
+      expect(await outcomeOf(failing.body)).toBe('cut');
+    });
+
+    it("keeps Koa's answer to a streamed body that fails before its first byte, and its keep-alive connection", async () => {
+      const server = await serveFailingStream([], Promise.resolve());
+      const accepted = acceptedConnections(server);
+      const client = await pipeline(server, ['/export/2', '/export/2']);
+      await waitFor(
+        'both answers, or the connection cut',
+        async () => client.responses() === 2 || accepted[0]?.socket.destroyed === true,
+        { timeout: 5_000, interval: 10 },
+      );
+      await waitFor('export:2 to be free', async () => !(await locker.isLocked('export:2')), {
+        timeout: 5_000,
+        interval: 10,
+      });
+      client.destroy();
+      // Koa 2 still answers then, with a 500; Koa 3 cuts the response itself.
+      const expected = version.name === 'Koa 2' ? [2, 'HTTP/1.1 500 '] : [0, ''];
+      expect([client.responses(), client.received().slice(0, 13)]).toEqual(expected);
     });
 
     it('warns once when mounted with router.use before the routes match, and answers 500', async () => {
