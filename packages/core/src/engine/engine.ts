@@ -364,7 +364,9 @@ class Engine implements Locker {
       // A lost hold sends nothing: the lease ended or another owner took the key.
       if (hold.lost && !(hold.lost.reason === 'closed' && beforeClose)) {
         if (hold.handles === 0) this.forget(hold);
-        return hold.lost.reason === 'closed' ? 'released' : 'not-owner';
+        const result: ReleaseReply = hold.lost.reason === 'closed' ? 'released' : 'not-owner';
+        this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
+        return result;
       }
       let result: ReleaseReply;
       try {
@@ -579,11 +581,12 @@ class Engine implements Locker {
         }
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
         if (channel === undefined && unreachable === undefined) {
-          const joined = await this.join(request, waiter, signal, request.wait - waited, sentAt);
-          if (joined) {
-            channel = joined.channel;
-            if (joined.missed) continue;
-          }
+          const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
+          // In the queue from now on, whether or not the subscription comes in time: left in `finally`.
+          channel = joining.channel;
+          const left = Math.max(1, Math.min(request.wait - waited, this.timeout));
+          if (await this.subscribed(joining.subscribed, waiter, linked?.signal, left)) continue;
+          if (signal.aborted) throw signal.reason;
         }
         if (waiter.notified) continue;
         const untilExpiry = remaining > 0 ? remaining + 1 : Number.POSITIVE_INFINITY;
@@ -594,14 +597,7 @@ class Engine implements Locker {
         // An abort or close() during the attempt above would otherwise go unseen for a whole sleep.
         if (signal.aborted) throw signal.reason;
         const sleeping = waiter;
-        await pause(Math.max(0, Math.ceil(delay)), linked?.signal, (wake) => {
-          sleeping.wake = wake;
-          this.asleep.add(sleeping);
-          return () => {
-            sleeping.wake = undefined;
-            this.asleep.delete(sleeping);
-          };
-        });
+        await pause(Math.max(0, Math.ceil(delay)), linked?.signal, (wake) => this.sleep(sleeping, wake));
       }
     } catch (error) {
       if (error === signal.reason && !(error instanceof LockerClosedError)) {
@@ -614,47 +610,59 @@ class Engine implements Locker {
         trace.attempts = attempts;
         trace.waited = this.clock() - started;
       }
-      if (!call.acquired && call.lateToken !== undefined) await this.undo(request, call.lateToken);
       linked?.dispose();
       if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
+      const cleanup: Promise<unknown>[] = [];
+      if (!call.acquired && call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
       if (!call.acquired && attempts > 0 && request.wait > 0 && this.backend.abandon) {
-        await withDeadline(
-          this.backend.abandon(request.resource, request.owner, {
-            wait: request.wait,
-            fresh: request.fresh,
-            queueLease,
-          }),
-          this.timeout,
-        ).catch(() => {});
+        const abandon = this.backend.abandon(request.resource, request.owner, {
+          wait: request.wait,
+          fresh: request.fresh,
+          queueLease,
+        });
+        cleanup.push(withDeadline(abandon, this.timeout).catch(() => {}));
       }
+      // Within the call's own deadline (the wait and one attempt) it settles with the queue and
+      // any late grant cleaned up; past it, with Redis slow or gone, the cleanup goes on alone.
+      const left =
+        started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
+      if (cleanup.length > 0 && left > 0) await withDeadline(Promise.all(cleanup), left).catch(() => {});
     }
   }
 
   /**
-   * Joins the wait queue of the key, giving up (and polling instead) when the subscription is
-   * not active within the time left to wait, the command timeout, or before the signal aborts.
+   * Waits for the wait queue's subscription to be active: answers whether a release may have been
+   * missed meanwhile. Gives up (false) after `ms` (the time left to wait, at most the command
+   * timeout), when a notice wakes the waiter, or when `close()` does; rejects when `signal`
+   * aborts. A waiter that gave up stays in the queue: messages reach it once the subscription is
+   * active, and it polls until then.
    */
-  private async join(
-    request: Request,
+  private async subscribed(
+    subscribed: Promise<boolean>,
     waiter: Waiter,
-    signal: AbortSignal,
-    left: number,
-    sentAt: number,
-  ): Promise<{ channel: string; missed: boolean } | undefined> {
-    const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
-    let joined: { channel: string; missed: boolean } | undefined;
+    signal: AbortSignal | undefined,
+    ms: number,
+  ): Promise<boolean> {
+    let stop: (() => void) | undefined;
+    const gaveUp = pause(ms, signal, (wake) => {
+      stop = wake;
+      return this.sleep(waiter, wake);
+    }).then(() => false);
     try {
-      joined = await withDeadline(joining, Math.max(1, Math.min(left, this.timeout)), (late) => {
-        if (late.status === 'fulfilled') this.queues.leave(late.value.channel, waiter);
-      });
-    } catch {
-      joined = undefined;
+      return await Promise.race([subscribed, gaveUp]);
+    } finally {
+      stop?.();
     }
-    if (signal.aborted) {
-      if (joined) this.queues.leave(joined.channel, waiter);
-      throw signal.reason;
-    }
-    return joined;
+  }
+
+  /** Registers `waiter` as asleep until `wake`: a notice or `close()` ends its sleep. Answers what unregisters it. */
+  private sleep(waiter: Waiter, wake: () => void): () => void {
+    waiter.wake = wake;
+    this.asleep.add(waiter);
+    return () => {
+      waiter.wake = undefined;
+      this.asleep.delete(waiter);
+    };
   }
 
   private grant(

@@ -75,21 +75,22 @@ export class WaitQueues {
   ) {}
 
   /**
-   * Adds a waiter for `resource` whose refused attempt was sent at `sentAt`; resolves once
-   * release messages can reach it, with the queue's channel and whether a release may have
-   * slipped through unseen since that attempt: the subscription is new, or a notice came in
-   * meanwhile that named this waiter before it was here to hear it, or named nobody. The caller
+   * Adds a waiter for `resource` whose refused attempt was sent at `sentAt`, at once: the caller
+   * must `leave(channel, waiter)` whatever becomes of it. `subscribed` resolves once release
+   * messages can reach it (or the subscription failed: then it polls), with whether a release
+   * may have slipped through unseen since that attempt: the subscription is new, or a notice came
+   * in meanwhile that named this waiter before it was here to hear it, or named nobody. The caller
    * should then try again at once; a grant such a notice carried is put on the waiter, to be
    * taken without a round trip. A notice that named another owner is that owner's: the server's
    * queue already holds this waiter's place, so trying again would only be refused. Queues are
    * kept per release channel: formats that address one waiter (fair locks) get a queue per waiter.
    */
-  async join(
+  join(
     resource: string,
     owner: string,
     waiter: Waiter,
     sentAt: number,
-  ): Promise<{ channel: string; missed: boolean }> {
+  ): { channel: string; subscribed: Promise<boolean> } {
     const channel = this.backend.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
     const activeBefore = queue?.active === true;
@@ -121,8 +122,7 @@ export class WaitQueues {
     }
     const missed = !activeBefore || this.claim(queue, waiter, sentAt);
     queue.waiters.add(waiter);
-    await queue.ready;
-    return { channel, missed };
+    return { channel, subscribed: queue.ready.then(() => missed) };
   }
 
   /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */

@@ -113,6 +113,30 @@ describe('Redis behind a blackholed link (half-open: connections stay up, nothin
   });
 });
 
+describe('Redis cut off during the last attempt of a wait', () => {
+  it('the acquire settles by wait + one attempt: leaving the queue afterwards does not add another', async () => {
+    await using server = await startRedis();
+    await using proxy = await startProxy({ target: server });
+    const holder = createLocker({ redis: server.client() });
+    const redis = new Redis(proxy.redisOptions);
+    redis.on('error', () => {});
+    const commandTimeout = 3_000;
+    const locker = createLocker({ redis, commandTimeout });
+    await holder.acquire('k', { ttl: 800 });
+    const started = performance.now();
+    const waiting = timed(() => locker.acquire('k', { wait: 1_000 }));
+    await until(async () => (await server.client().zcard('{lock:k}:queue')) === 1, 5_000);
+    // Its next attempt, when the holder's lease ends, gets no answer until the command timeout.
+    proxy.blackhole();
+    const { error } = await waiting;
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(performance.now() - started).toBeLessThan(1_000 + commandTimeout + SLACK_MS);
+    proxy.pass();
+    await Promise.all([locker.close(), holder.close()]);
+    redis.disconnect();
+  });
+});
+
 describe('Redis frozen, then back', () => {
   it('an acquire that lands after its caller gave up is undone, and a failed release can be retried', async () => {
     await using server = await startRedis();

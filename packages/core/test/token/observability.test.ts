@@ -25,6 +25,7 @@ describe('events and inspection', () => {
       await lock.release();
       const doomed = await locker.acquire('doomed', { ttl: 100 });
       await new Promise((resolve) => doomed.signal.addEventListener('abort', resolve));
+      expect(await doomed.release()).toBe('not-owner');
     } finally {
       for (const [name, listener] of listeners) unsubscribe(name, listener);
       await locker.close();
@@ -43,6 +44,11 @@ describe('events and inspection', () => {
       key: 'doomed',
       reason: 'expired',
     });
+    // The release of a lock already lost sends nothing, and is still reported.
+    expect(seen.filter((e) => e.name === 'lock:release').map((e) => e.message)).toEqual([
+      expect.objectContaining({ key: 'observed', result: 'released' }),
+      expect.objectContaining({ key: 'doomed', result: 'not-owner' }),
+    ]);
   });
 
   it('inspect reports holder, ttl, fence and protocol without changing anything', async () => {

@@ -1,0 +1,92 @@
+import { createLocker, type Lock, type Locker, LockerClosedError } from '@lock/core';
+import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from '@lock/testing';
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { SLOW_POLL, untilQueued } from '../support/waiter-queue.js';
+
+/**
+ * A waiter's subscriber connection (the duplicate of its client) goes through a proxy that holds
+ * everything back: its SUBSCRIBE is not answered until the test lets it through, while the lock
+ * commands themselves flow. Joining the wait queue is then the slow step of a waiting call.
+ */
+let server: RedisServer;
+let subscriberLink: TcpProxy;
+let direct: Redis;
+let waiterRedis: Redis;
+let holder: Locker;
+beforeEach(async () => {
+  server = await startRedis();
+  subscriberLink = await startProxy({ target: server });
+  direct = server.client();
+  waiterRedis = server.client();
+  const throughLink = subscriberLink.redisOptions;
+  waiterRedis.duplicate = (override) => new Redis({ ...waiterRedis.options, ...override, ...throughLink });
+  await waiterRedis.ping();
+  holder = createLocker({ redis: direct });
+  subscriberLink.blackhole();
+});
+afterEach(async () => {
+  subscriberLink.pass();
+  await holder.close();
+  await subscriberLink.stop();
+  await server.stop();
+});
+
+/** Times how long `settling` takes to settle once `trigger` ran; answers its outcome. */
+async function settleAfter(trigger: () => unknown, settling: Promise<unknown>) {
+  const started = performance.now();
+  trigger();
+  const outcome = await settling.then(
+    () => 'acquired',
+    (error: unknown) => error,
+  );
+  return { outcome, ms: performance.now() - started };
+}
+
+it('an abort while joining the wait queue rejects at once, not when the join gives up', async () => {
+  const held = await holder.acquire('k', { ttl: 60_000 });
+  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
+  const controller = new AbortController();
+  const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
+  await untilQueued(direct, 'k', 1);
+  const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
+  expect(outcome).toMatchObject({ name: 'AbortError' });
+  // The join alone would give up only after the command timeout (5 s).
+  expect(ms).toBeLessThan(1_000);
+  await held.release();
+  await locker.close();
+});
+
+it('close() while a call joins the wait queue rejects it at once with LockerClosedError', async () => {
+  const held = await holder.acquire('k', { ttl: 60_000 });
+  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
+  const waiting = locker.acquire('k', { wait: 30_000 });
+  await untilQueued(direct, 'k', 1);
+  const { outcome, ms } = await settleAfter(() => void locker.close(), waiting);
+  expect(outcome).toBeInstanceOf(LockerClosedError);
+  expect(ms).toBeLessThan(1_000);
+  await held.release();
+});
+
+it('a waiter whose subscription came after its join gave up still hears the release: it is not dropped from the queue', async () => {
+  const held = await holder.acquire('k', { ttl: 60_000 });
+  // Polls once a minute: only the release message can hand it the lock within the test.
+  const locker = createLocker({ redis: waiterRedis, commandTimeout: 300, retry: SLOW_POLL });
+  const waiting = locker.acquire('k', { wait: 30_000 });
+  await untilQueued(direct, 'k', 1);
+  // Well past the join's own bound (the command timeout): it has given up and the call polls.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  subscriberLink.pass();
+  await waitFor(
+    'the waiter to subscribe',
+    async () => ((await direct.pubsub('NUMSUB', '{lock:k}:released')) as [string, number])[1] > 0,
+  );
+  await held.release();
+  const handed = await Promise.race([
+    waiting.then((lock) => lock),
+    new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 10_000)),
+  ]);
+  expect(handed).not.toBe('still waiting');
+  await (handed as Lock).release();
+  await locker.close();
+});
