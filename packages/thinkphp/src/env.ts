@@ -42,8 +42,9 @@ export class ThinkEnv {
 }
 
 /**
- * Parses a ThinkPHP `.env` (INI with sections, read raw: values are strings, surrounding quotes
- * are dropped, `;` and `#` start comment lines).
+ * Parses a ThinkPHP `.env` as `parse_ini_file($file, true, INI_SCANNER_RAW)` does (INI with
+ * sections; values are strings; `;` and `#` start comment lines, and `;` an inline comment; see
+ * `rawValue` for quotes).
  */
 export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.ProcessEnv): ThinkEnv {
   const values = new Map<string, string>();
@@ -59,7 +60,7 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
     const equals = line.indexOf('=');
     const name = equals > 0 ? line.slice(0, equals).trim() : '';
     if (name === '') throw new ThinkEnvError(path, index + 1, rawLine);
-    values.set(section + name.toUpperCase(), unquote(line.slice(equals + 1).trim()));
+    values.set(section + name.toUpperCase(), rawValue(line.slice(equals + 1)));
   });
   return new ThinkEnv(values, processEnv);
 }
@@ -69,9 +70,19 @@ export function loadThinkEnv(path: string, processEnv?: NodeJS.ProcessEnv): Thin
   return parseThinkEnv(readFileSync(path, 'utf8'), path, processEnv);
 }
 
-function unquote(value: string): string {
-  const quote = value[0];
-  if ((quote === '"' || quote === "'") && value.length >= 2 && value.endsWith(quote))
-    return value.slice(1, -1);
-  return value;
+/**
+ * A value as PHP's raw INI scanner reads it (zend_ini_scanner.l, state ST_RAW): the first `;`
+ * starts a comment, except that in a value opening with `"` a later `"` takes it back (so
+ * `"p;ss" ; note` is `p;ss`); then trailing blanks go, and one pair of enclosing double quotes.
+ * Single quotes are kept: `'p;ss'` is `'p`, as ThinkPHP sees it.
+ */
+function rawValue(text: string): string {
+  const value = text.replace(/^[ \t]+/, '');
+  let comment = -1;
+  for (let i = 0; i < value.length; i++) {
+    if (value[i] === ';' && comment < 0) comment = i;
+    else if (value[i] === '"' && value[0] === '"') comment = -1;
+  }
+  const kept = (comment < 0 ? value : value.slice(0, comment)).replace(/[ \t]+$/, '');
+  return kept.length > 1 && kept.startsWith('"') && kept.endsWith('"') ? kept.slice(1, -1) : kept;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   bounded,
+  checkKey,
   DEFAULT_COMMAND_TIMEOUT,
   type Lock as HeldLock,
   InvalidOptionError,
@@ -36,7 +37,11 @@ export interface LockOptions {
    * Ms past its timestamp before a key without a TTL is taken over (default mode). Default: `2_000`.
    */
   readonly skewMargin?: number;
-  /** The host clock in whole Unix seconds, as PHP's `time()`; strict mode only. Default: from `Date.now()`. */
+  /**
+   * The host clock in whole Unix seconds, as PHP's `time()`; strict mode only. Each answer must be
+   * an integer from 1e9 to below 1e10, or `lock()`/`unlock()` reject with `InvalidOptionError`
+   * before running a script. Default: from `Date.now()`.
+   */
   readonly time?: () => number;
   /**
    * How long one round trip to Redis may take, in ms: an attempt that Redis does not answer in
@@ -146,6 +151,8 @@ export class Lock {
     readonly key: string,
     options: LockOptions,
   ) {
+    // Strict mode hands the key to the seed's scripts as is: "" or a number would be locked too.
+    checkKey(key);
     checkOptions(options);
     const constants = new.target as typeof Lock;
     this.LOCK_EXPIRE = options.expire ?? constants.LOCK_EXPIRE;
@@ -175,7 +182,7 @@ export class Lock {
   async unlock(): Promise<void> {
     if (!this.locker) {
       await bounded(
-        strictRelease(this.redis, this.key, this.time()),
+        strictRelease(this.redis, this.key, this.now()),
         this.commandTimeout,
         this.key,
         'release',
@@ -218,6 +225,23 @@ export class Lock {
     return { expire: this.LOCK_EXPIRE, retryMax: this.LOCK_RETRY_MAX, sleep: this.LOCK_SLEEP };
   }
 
+  /**
+   * `time()`, refused unless whole Unix seconds: the scripts compare it with PHP's values, so a
+   * clock in ms makes every live PHP lock look expired (two holders), and a non-number makes
+   * the script fail or store "nan".
+   */
+  private now(): number {
+    const now = this.time();
+    if (!Number.isSafeInteger(now) || now < 1e9 || now >= 1e10) {
+      throw new InvalidOptionError(
+        'time',
+        now,
+        'time() to answer whole Unix seconds, from 1e9 to below 1e10 (not ms, as Date.now() gives)',
+      );
+    }
+    return now;
+  }
+
   private async lockSafely(
     locker: Locker,
     { expire, retryMax, sleep: pause }: LockSettings,
@@ -237,7 +261,7 @@ export class Lock {
 
   private async lockStrict({ expire, retryMax, sleep: pause }: LockSettings): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const now = this.time();
+      const now = this.now();
       const code = await bounded(
         strictAcquire(this.redis, this.key, expire, now),
         this.commandTimeout,

@@ -5,6 +5,7 @@ import { InvalidOptionError } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { Lock, loadThinkEnv, parseThinkEnv, ThinkEnvError, thinkRedisOptions } from '@lock/thinkphp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { phpAvailable, phpThinkEnv } from './php.js';
 
 const sample = `APP_DEBUG = true
 ; a comment
@@ -14,7 +15,7 @@ const sample = `APP_DEBUG = true
 HOST = 127.0.0.1
 port = 6390
 Auth = "s3cret;pass"
-DATABASE = '2'
+DATABASE = "2"
 
 [database]
 type = mysql
@@ -58,6 +59,56 @@ describe('loadThinkEnv', () => {
   });
 });
 
+/** Values after `AUTH =` whose comments and quotes PHP's raw INI scanner reads its own way. */
+const rawValues = [
+  's3cret',
+  '127.0.0.1 ; main redis',
+  '127.0.0.1;x',
+  'a b  c \t',
+  'a #b',
+  'a=b',
+  "'p;ss'",
+  "'pass' ; comment",
+  "'2'",
+  '"p;ss"',
+  '"p;ss" ; comment',
+  '\t"tab"\t; comment',
+  '"pass";x',
+  '"a;c" x',
+  '"a;c',
+  '"a"b;c"',
+  '"a" ;"b',
+  '" ; "',
+  '"" ; comment',
+  '"',
+  '; only a comment',
+];
+
+describe.runIf(phpAvailable)('parseThinkEnv against php-cli parse_ini_file(INI_SCANNER_RAW)', () => {
+  it('reads every value as ThinkPHP does, inline comments and quotes included', async () => {
+    const texts = rawValues.map((value) => `[REDIS]\nAUTH = ${value}\n`);
+    const inPhp = (await phpThinkEnv(texts)).map((env) => env.REDIS_AUTH);
+    expect(inPhp).not.toContain(undefined);
+    // Paired with the input, so that a mismatch shows which line it was.
+    const inNode = texts.map((text) => parseThinkEnv(text, '.env', {}).get('redis.auth'));
+    expect(rawValues.map((value, i) => [value, inNode[i]])).toEqual(
+      rawValues.map((value, i) => [value, inPhp[i]]),
+    );
+  });
+
+  it('reads a whole file as ThinkPHP does', async () => {
+    const file = `${sample}[REDIS2]\nHOST = 10.0.0.2 ; replica\nPORT = "6391" ; quoted\n`;
+    const [inPhp] = await phpThinkEnv([file]);
+    const env = parseThinkEnv(file, '.env', {});
+    expect(Object.keys(inPhp!)).toHaveLength(8);
+    // Only the raw "true" differs: get() turns it into a boolean, as ThinkPHP's Env::get does.
+    expect(Object.fromEntries(Object.keys(inPhp!).map((name) => [name, env.get(name)]))).toEqual({
+      ...inPhp,
+      APP_DEBUG: true,
+    });
+  });
+});
+
 describe('a Lock connected from a .env file', () => {
   let server: RedisServer;
   beforeAll(async () => {
@@ -83,5 +134,17 @@ describe('a Lock connected from a .env file', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('connects past inline comments, as ThinkPHP reads them', async () => {
+    const env = parseThinkEnv(
+      `[REDIS]\nHOST = 127.0.0.1 ; main redis\nPORT = ${server.port} ; test server\nAUTH = "" ; none\nDATABASE = 4 ; jobs\n`,
+      '.env',
+      {},
+    );
+    const lock = new Lock('lock_goods:300', { env });
+    expect(await lock.lock()).toBe(true);
+    expect(await server.client({ db: 4 }).get('lock_goods:300')).toMatch(/^\d{10}$/);
+    await lock.unlock();
   });
 });

@@ -2,6 +2,7 @@ import { InvalidKeyError, InvalidOptionError, LockBusyError } from '@lock/core';
 import { Lock } from '@lock/thinkphp';
 import { describe, expect, it } from 'vitest';
 import { serverSeconds, useRedis } from '../../core/test/legacy/fixture.js';
+import { php, phpAvailable } from './php.js';
 
 const t = useRedis();
 
@@ -95,6 +96,30 @@ describe('Lock (default mode)', () => {
   });
 });
 
+describe('Lock input checks in both modes', () => {
+  it('refuses an empty or non-string key in the constructor, naming it, before any write', async () => {
+    for (const strict of [false, true]) {
+      for (const key of ['', undefined, 42, 'k'.repeat(4097)]) {
+        expect(() => new Lock(key as never, { redis: t.redis, strict })).toThrow(InvalidKeyError);
+      }
+      expect(() => new Lock('', { redis: t.redis, strict })).toThrow(/invalid lock key "": .*empty/);
+      expect(() => new Lock(42 as never, { redis: t.redis, strict })).toThrow(/invalid lock key 42/);
+      let ran = false;
+      await expect(
+        Lock.wrap(
+          '',
+          () => {
+            ran = true;
+          },
+          { redis: t.redis, strict },
+        ),
+      ).rejects.toThrow(InvalidKeyError);
+      expect(ran).toBe(false);
+    }
+    expect(await t.redis.dbsize()).toBe(0);
+  });
+});
+
 describe('Lock (strict: true) reproduces the PHP class, unsafe parts included', () => {
   it('unlock() of a live lock is a no-op, exactly as in PHP (B3)', async () => {
     const lock = new Lock('k', { redis: t.redis, strict: true });
@@ -130,6 +155,32 @@ describe('Lock (strict: true) reproduces the PHP class, unsafe parts included', 
     expect(took).toBeLessThan(250);
     monitor.disconnect();
   });
+
+  it.runIf(phpAvailable)(
+    'refuses a time() not in whole Unix seconds before any script: a live PHP lock stays, a free key stays free',
+    async () => {
+      const held = await php('lock', { port: t.server.port, key: 'php', expire: 10 });
+      expect(held.acquired).toBe(true);
+      // Fixed answers, so that the error can be checked to name the exact value.
+      const ms = Date.now();
+      const seconds = Math.floor(ms / 1000);
+      for (const bad of [ms, ms / 1000, undefined, Number.NaN, String(seconds), seconds - 1e9 + 1]) {
+        for (const key of ['php', 'free']) {
+          const lock = new Lock(key, { redis: t.redis, strict: true, time: () => bad as number });
+          const refused = { name: 'InvalidOptionError', option: 'time', value: bad };
+          await expect(lock.lock()).rejects.toMatchObject(refused);
+          await expect(lock.unlock()).rejects.toMatchObject(refused);
+          await expect(
+            Lock.wrap(key, () => 1, { redis: t.redis, strict: true, time: () => bad as number }),
+          ).rejects.toThrow(InvalidOptionError);
+        }
+      }
+      expect(await t.redis.get('php')).toBe(held.value);
+      expect(await t.redis.exists('free')).toBe(0);
+      // PHP still holds: its own next attempt is refused, as with any live holder.
+      expect((await php('lock', { port: t.server.port, key: 'php', expire: 10 })).acquired).toBe(false);
+    },
+  );
 
   it('takes over a stale TTL-less key writing now + 2·expire + 2 with TTL expire + 1 (B1)', async () => {
     const now = await serverSeconds(t.redis);

@@ -2,6 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const cli = fileURLToPath(new URL('./php/cli.php', import.meta.url));
+const envCli = fileURLToPath(new URL('./php/env.php', import.meta.url));
 const predis = '/usr/share/php/Predis/autoload.php';
 
 /** Whether php-cli and Debian's php-predis are installed. */
@@ -38,6 +39,16 @@ export function php<T = PhpLockResult>(command: string, args: PhpArgs): Promise<
     execFile('php', [cli, command, JSON.stringify(args)], { timeout: 30_000 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`php ${command} failed: ${error.message}\n${stderr}`));
       else resolve(JSON.parse(stdout) as T);
+    });
+  });
+}
+
+/** What ThinkPHP's `Env` holds after loading each text as a `.env` file, run in php-cli. */
+export function phpThinkEnv(texts: readonly string[]): Promise<Record<string, string>[]> {
+  return new Promise((resolve, reject) => {
+    execFile('php', [envCli, JSON.stringify(texts)], { timeout: 30_000 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`php env.php failed: ${error.message}\n${stderr}`));
+      else resolve(JSON.parse(stdout) as Record<string, string>[]);
     });
   });
 }
