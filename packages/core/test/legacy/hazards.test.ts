@@ -118,6 +118,38 @@ describe('check-then-DEL releasing someone else’s lock', () => {
   });
 });
 
+describe('a peer that deleted our lock and wrote its own with the same timestamp', () => {
+  it('our side leaves it alone: release, extension, re-entry and inspect see a foreign lock', async () => {
+    // Timestamps in seconds, as the PHP fleet writes them: two writes in one second are equal.
+    const seconds = legacyProtocol({ unit: 's' });
+    const ours = await seconds.acquire(t.redis, 'k', 'ours', 10_000, { fresh: false, attempt: 'a1' });
+    if (!ours.acquired) throw new Error('not acquired');
+    const value = await t.redis.get('k');
+    // A PHP host whose clock ran ahead deleted our live key; a correct one then locked it again
+    // within the same second: its value is ours, its TTL its own.
+    await t.redis.del('k');
+    await t.redis.set('k', value!, 'EX', 4);
+    expect(await seconds.release(t.redis, 'k', 'ours', ours.token)).toBe('not-owner');
+    expect(await seconds.extend(t.redis, 'k', 'ours', ours.token, 10_000)).toBeNull();
+    const again = await seconds.acquire(t.redis, 'k', 'ours', 10_000, { fresh: false, attempt: 'a2' });
+    expect(again.acquired).toBe(false);
+    expect(await seconds.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: null, fence: null });
+    expect(await t.redis.get('k')).toBe(value);
+    expect(await t.redis.pttl('k')).toBeLessThanOrEqual(4_000);
+  });
+});
+
+describe('a peer lock named like the counter of earlier versions', () => {
+  it('is left alone by our acquire, which folds in only a counter that never expires', async () => {
+    const seconds = legacyProtocol({ unit: 's' });
+    await t.redis.set('{k}:fence', String(Math.floor(Date.now() / 1000) + 4), 'EX', 4);
+    const value = await t.redis.get('{k}:fence');
+    const ours = await seconds.acquire(t.redis, 'k', 'ours', 10_000);
+    expect(ours.acquired).toBe(true);
+    expect(await t.redis.get('{k}:fence')).toBe(value);
+  });
+});
+
 describe('a key left without a TTL', () => {
   it('the old algorithm leaves every lock without a TTL, so a crashed holder blocks until a takeover', async () => {
     const crashed = new OldAlgorithmPeer(t.redis, 'k', 10_000);

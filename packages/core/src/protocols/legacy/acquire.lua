@@ -65,7 +65,7 @@ end
 
 local pttl = rcall('pttl', lock)
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt')
-if mine[1] == owner and mine[3] == stored then
+if mine[1] == owner and mine[3] == stored and describes(record, pttl) then
   local holds = tonumber(mine[2])
   local fence = tonumber(mine[4] or rcall('get', oldCounter) or '0')
   if not fresh and (attempt == '' or mine[5] ~= attempt) then

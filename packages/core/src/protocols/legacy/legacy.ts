@@ -11,12 +11,13 @@ import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
 import { legacyKeys, requireHashTagOnCluster } from './keys.js';
 import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
+import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(nextFenceLua + acquireLua);
-const releaseScript = new LuaScript(releaseIdsLua + releaseLua);
-const extendScript = new LuaScript(extendLua);
-const inspectScript = new LuaScript(inspectLua);
+const acquireScript = new LuaScript(nextFenceLua + ownerRecordLua + acquireLua);
+const releaseScript = new LuaScript(releaseIdsLua + ownerRecordLua + releaseLua);
+const extendScript = new LuaScript(ownerRecordLua + extendLua);
+const inspectScript = new LuaScript(ownerRecordLua + inspectLua);
 
 /** Options of the legacy SETNX + GETSET timestamp protocol. */
 export interface LegacyProtocolOptions {

@@ -2,7 +2,9 @@
   Gives up one hold of a legacy timestamp lock while the key still holds the exact timestamp
   we wrote and the owner record names us as its writer; the last hold deletes it and announces
   the release. A lock that expired, was taken over or was rewritten by anyone else is left
-  alone, also when another owner happened to write the same timestamp (same second).
+  alone, also when another owner happened to write the same timestamp (same second), and when a
+  legacy peer deleted ours and wrote its own (the record no longer describes the key: see
+  owner-record.lua).
 
   Input:
     KEYS[1] lock key
@@ -28,7 +30,7 @@ if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
 end
 
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'releases')
-if mine[1] ~= owner or mine[3] ~= token then
+if mine[1] ~= owner or mine[3] ~= token or not describes(record, rcall('pttl', lock)) then
   return -1
 end
 if releaseApplied(mine[4], id) then
