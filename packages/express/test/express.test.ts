@@ -1,6 +1,7 @@
 import http, { type Server } from 'node:http';
 import type { Lock, Locker } from '@lock/core';
 import { waitFor } from '@lock/testing';
+import type { RequestHandler } from 'express';
 import express5 from 'express';
 import express4 from 'express4';
 import request from 'supertest';
@@ -118,24 +119,29 @@ for (const version of versions) {
     });
 
     describe('locked()', () => {
-      it('keeps the lock after the client went away until the handler has settled', async () => {
+      /**
+       * A route that parks its handler until the test lets it finish: the client of a request to
+       * `path` goes away while the handler runs, and the lock must stay held until it has settled.
+       */
+      async function abortMidHandler(
+        mount: (app: ReturnType<typeof express5>, route: RequestHandler) => void,
+        path: string,
+        key: string,
+      ) {
         const entered = new Gate();
         const closed = new Gate();
         const finish = new Gate();
         let handle: Lock | undefined;
         const server = await serve((app) =>
-          app.get(
-            '/orders/:id',
-            locked({ locker, key: 'order:{params.id}', wait: 0 }, async (req, res) => {
-              handle = req.lock;
-              res.once('close', () => closed.open());
-              entered.open();
-              await finish.pass();
-              res.json({ late: true });
-            }),
-          ),
+          mount(app, async (req, res) => {
+            handle = req.lock;
+            res.once('close', () => closed.open());
+            entered.open();
+            await finish.pass();
+            res.json({ late: true });
+          }),
         );
-        const client = openRequest(server, '/orders/31');
+        const client = openRequest(server, path);
         await entered.pass();
         client.abort();
         await closed.pass();
@@ -143,42 +149,33 @@ for (const version of versions) {
         // only the response would have been released by then.
         await new Promise((resolve) => setImmediate(resolve));
         expect(handle!.released).toBe(false);
-        expect((await request(server).get('/orders/31')).status).toBe(409);
+        expect((await request(server).get(path)).status).toBe(409);
         finish.open();
-        await waitFor('order:31 to be free', async () => !(await locker.isLocked('order:31')));
+        await waitFor(`${key} to be free`, async () => !(await locker.isLocked(key)));
         expect(handle!.released).toBe(true);
-        expect((await request(server).get('/orders/31')).body).toEqual({ late: true });
+        expect((await request(server).get(path)).body).toEqual({ late: true });
+      }
+
+      it('keeps the lock after the client went away until the handler has settled', async () => {
+        await abortMidHandler(
+          (app, route) =>
+            app.get('/orders/:id', locked({ locker, key: 'order:{params.id}', wait: 0 }, route)),
+          '/orders/31',
+          'order:31',
+        );
       });
 
       it('under a lock() of the same key before it, still holds the lock until the handler has settled', async () => {
-        const entered = new Gate();
-        const closed = new Gate();
-        const finish = new Gate();
-        let handle: Lock | undefined;
         const options = { locker, key: 'order:{params.id}', wait: 0 };
-        const server = await serve((app) => {
-          const router = version.express.Router({ mergeParams: true });
-          router.get(
-            '/',
-            locked(options, async (req, res) => {
-              handle = req.lock;
-              res.once('close', () => closed.open());
-              entered.open();
-              await finish.pass();
-              res.json({ late: true });
-            }),
-          );
-          app.use('/orders/:id', lock(options), router);
-        });
-        const client = openRequest(server, '/orders/33');
-        await entered.pass();
-        client.abort();
-        await closed.pass();
-        await new Promise((resolve) => setImmediate(resolve));
-        expect(handle!.released).toBe(false);
-        expect((await request(server).get('/orders/33')).status).toBe(409);
-        finish.open();
-        await waitFor('order:33 to be free', async () => !(await locker.isLocked('order:33')));
+        await abortMidHandler(
+          (app, route) => {
+            const router = version.express.Router({ mergeParams: true });
+            router.get('/', locked(options, route));
+            app.use('/orders/:id', lock(options), router);
+          },
+          '/orders/33',
+          'order:33',
+        );
       });
 
       it('sends what the handler throws or rejects with to next(err), and frees the lock', async () => {

@@ -1,4 +1,4 @@
-import { createLocker, type Lock, type Locker, LockerClosedError } from '@lock/core';
+import { createLocker, type Lock, type Locker } from '@lock/core';
 import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -43,30 +43,28 @@ async function settleAfter(trigger: () => unknown, settling: Promise<unknown>) {
   return { outcome, ms: performance.now() - started };
 }
 
-it('an abort while joining the wait queue rejects at once, not when the join gives up', async () => {
-  const held = await holder.acquire('k', { ttl: 60_000 });
-  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
-  const controller = new AbortController();
-  const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
-  await untilQueued(direct, 'k', 1);
-  const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
-  expect(outcome).toMatchObject({ name: 'AbortError' });
-  // The join alone would give up only after the command timeout (5 s).
-  expect(ms).toBeLessThan(1_000);
-  await held.release();
-  await locker.close();
-});
-
-it('close() while a call joins the wait queue rejects it at once with LockerClosedError', async () => {
-  const held = await holder.acquire('k', { ttl: 60_000 });
-  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
-  const waiting = locker.acquire('k', { wait: 30_000 });
-  await untilQueued(direct, 'k', 1);
-  const { outcome, ms } = await settleAfter(() => void locker.close(), waiting);
-  expect(outcome).toBeInstanceOf(LockerClosedError);
-  expect(ms).toBeLessThan(1_000);
-  await held.release();
-});
+it.each([
+  ['an abort', 'AbortError'],
+  ['close()', 'LockerClosedError'],
+] as const)(
+  '%s while a call joins the wait queue rejects it at once, not when the join gives up',
+  async (what, name) => {
+    const held = await holder.acquire('k', { ttl: 60_000 });
+    const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
+    const controller = new AbortController();
+    const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
+    await untilQueued(direct, 'k', 1);
+    const { outcome, ms } = await settleAfter(
+      () => (what === 'close()' ? void locker.close() : controller.abort()),
+      waiting,
+    );
+    expect(outcome).toMatchObject({ name });
+    // The join alone would give up only after the command timeout (5 s).
+    expect(ms).toBeLessThan(1_000);
+    await held.release();
+    await locker.close();
+  },
+);
 
 it('a waiter whose subscription came after its join gave up still hears the release: it is not dropped from the queue', async () => {
   const held = await holder.acquire('k', { ttl: 60_000 });
