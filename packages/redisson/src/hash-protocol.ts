@@ -1,5 +1,6 @@
 import {
   type AcquireReply,
+  type AttemptContext,
   type Inspection,
   LuaScript,
   type RedisClient,
@@ -79,7 +80,13 @@ export abstract class HashLockProtocol implements RedissonProtocol {
   }
 
   abstract channel(resource: string, waiter: string): string;
-  abstract acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply>;
+  abstract acquire(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<AcquireReply>;
   abstract unlock(
     redis: RedisClient,
     resource: string,

@@ -19,6 +19,9 @@ export const lockChannel = (name: string): string => prefixName('redisson_lock__
 export const rwChannel = (name: string): string => prefixName('redisson_rwlock', name);
 export const unlockLatch = (name: string, requestId: string): string =>
   `${prefixName('redisson_unlock_latch', name)}:${requestId}`;
+/** An applied acquire attempt's latch (a key Redisson never reads; see attempt.lua). */
+export const attemptLatch = (name: string, attempt: string): string =>
+  `${prefixName('redisson_lock_attempt', name)}:${attempt}`;
 export const fairQueue = (name: string): string => prefixName('redisson_lock_queue', name);
 export const fairTimeouts = (name: string): string => prefixName('redisson_lock_timeout', name);
 export const fenceCounter = (name: string): string => prefixName('redisson_lock_token', name);
@@ -32,18 +35,23 @@ export const readFenceKey = (name: string, owner: string): string =>
 export const readKeyPrefix = (name: string): string => (name.includes('{') ? name : `{${name}}`);
 
 /**
- * Refuses names Redisson cannot lock safely. On a cluster a name with a `{` must carry a usable
- * hash tag (a non-empty `{…}` pair), or the auxiliary keys land in other slots and Redisson's
- * own unlock would fail with CROSSSLOT after the lock was taken.
+ * Refuses names Redisson cannot lock safely. On a cluster every side key and channel must hash
+ * to the lock key's slot, or a command touching two of them fails with CROSSSLOT after the lock
+ * was taken (Redisson's own unlock among them). They hash by the hash tag of the name as
+ * `prefixName` / `suffixName` wrap it, so that tag must be what the bare name hashes by: its own
+ * `{…}` tag, or the whole name when it has none. A `{` without a usable tag leaves the side keys
+ * untagged; a `}` without a `{` ends the tag the braces add early (`orders}42` becomes
+ * `redisson_lock__channel:{orders}42}`, which hashes "orders").
  */
 export function validateName(name: string, cluster: boolean): void {
   if (typeof name !== 'string' || name.length === 0)
     throw new InvalidKeyError(name, 'expected a non-empty string');
-  if (!cluster || !name.includes('{')) return;
-  if (hashTag(name) === null) {
-    throw new InvalidKeyError(
-      name,
-      'on a cluster a name containing "{" needs a non-empty {hash tag}, or its lock keys would span several slots',
-    );
-  }
+  if (!cluster || hashTag(prefixName('redisson', name)) === (hashTag(name) ?? name)) return;
+  throw new InvalidKeyError(
+    name,
+    name.includes('{')
+      ? 'on a cluster a name containing "{" needs a non-empty {hash tag}, or its lock keys would span several slots'
+      : 'on a cluster a name containing "}" needs a non-empty {hash tag}: Redisson wraps the name in {…} for its ' +
+          'channel and side keys, whose tag would end at the first "}", in another slot than the lock key',
+  );
 }

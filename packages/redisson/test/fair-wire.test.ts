@@ -114,6 +114,30 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     expect(keys[name]!.value).toEqual({ [d]: '1' });
   });
 
+  it('a fence counter that cannot be incremented fails the attempt before anything is written', async () => {
+    await protocol.acquire(redis, name, a, 30_000);
+    await protocol.acquire(redis, name, d, 30_000, { wait: 50 });
+    await protocol.acquire(redis, name, b, 30_000);
+    await protocol.acquire(redis, name, c, 30_000);
+    await redis.del(name);
+    // D's 50 ms allowance is over, B's and C's are not: B heads the queue of the living.
+    now += 40_000;
+    await redis.set(token, 'not-a-number');
+    const before = await dump(redis);
+    const attempt = { wait: Number.POSITIVE_INFINITY, attempt: 'b1' };
+    await expect(protocol.acquire(redis, name, b, 30_000, attempt)).rejects.toThrow(/not an integer/);
+    expect(await dump(redis)).toEqual(before);
+    // With a counter again, the same attempt has Redisson's effects: D dropped, B out of the
+    // queue and holding, C one allowance closer.
+    await redis.set(token, '5');
+    expect(await protocol.acquire(redis, name, b, 30_000, attempt)).toMatchObject({ holds: 1, fence: 6 });
+    expect(await redis.hgetall(name)).toEqual({ [b]: '1' });
+    expect(await redis.lrange(queue, 0, -1)).toEqual([c]);
+    expect(Number(await redis.zscore(zset, c))).toBe(
+      (before[zset]!.value as Record<string, number>)[c]! - 300_000,
+    );
+  });
+
   it('refuses a bad wait timeout or clock up front, naming it', () => {
     for (const waitTimeout of [0, -1, 1.5, Number.NaN, '300000']) {
       const error = (() => {

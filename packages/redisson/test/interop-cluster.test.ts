@@ -38,6 +38,41 @@ describe('on a cluster', () => {
     expect(await tagged.isLocked()).toBe(false);
   });
 
+  it('refuses names with "}" but no "{" before writing: the braces Redisson adds would end their tag early', async () => {
+    const dbsize = async () => {
+      let keys = 0;
+      for (const node of redis.nodes('master')) keys += await node.dbsize();
+      return keys;
+    };
+    const before = await dbsize();
+    const prefixed = createRedisson({ redis, prefix: 'app}' });
+    const factories: [string, (name: string) => unknown][] = [
+      ['getLock', (name) => redisson.getLock(name)],
+      ['getFairLock', (name) => redisson.getFairLock(name)],
+      ['getFencedLock', (name) => redisson.getFencedLock(name)],
+      ['getReadWriteLock', (name) => redisson.getReadWriteLock(name)],
+      // The check is on the name as locked, after the prefix.
+      ['getLock with prefix "app}"', (name) => prefixed.getLock(name.replace('}', ''))],
+    ];
+    for (const bad of ['orders}42', '}x', 'a}b}c']) {
+      for (const [factory, make] of factories) {
+        const error = (() => {
+          try {
+            make(bad);
+            return null;
+          } catch (e) {
+            return e;
+          }
+        })();
+        expect(error, `${factory}(${bad})`).toBeInstanceOf(InvalidKeyError);
+        expect((error as Error).message).toMatch(/containing "}" needs a non-empty \{hash tag\}/);
+      }
+    }
+    expect(() => redisson.getLock('orders}42')).toThrow(expect.objectContaining({ key: 'orders}42' }));
+    expect(await dbsize()).toBe(before);
+    await prefixed.shutdown();
+  });
+
   it('refuses a Cluster with keyPrefix, at the top level or under redisOptions, and a replication object', async () => {
     const dbsize = async () => {
       let keys = 0;

@@ -53,6 +53,58 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     expect(keys[name]!.pttl).toBeGreaterThan(29_000); // re-entry resets the lease
   });
 
+  it('an attempt the engine names leaves its latch (its fence, PX the lock TTL); a copy of it counts no hold', async () => {
+    const attempt = (id: string) => ({ wait: 0, attempt: id });
+    const latch = (id: string) => `redisson_lock_attempt:{orders:42}:${id}`;
+    expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
+      holds: 1,
+      fence: 1,
+    });
+    const keys = await dump(redis);
+    expect(Object.keys(keys)).toEqual([name, latch('t1'), token]);
+    expect(keys[latch('t1')]).toMatchObject({ type: 'string', value: '1' });
+    expect(keys[latch('t1')]!.pttl).toBeGreaterThan(29_000);
+    expect(keys[latch('t1')]!.pttl).toBeLessThanOrEqual(30_000);
+    // ioredis resending the attempt after its reply was lost: answered as the hold stands.
+    expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
+      holds: 1,
+      fence: 1,
+    });
+    expect(await redis.hget(name, us)).toBe('1');
+    // A re-entry's latch lives as long as the lock it leaves, not as its own shorter lease.
+    expect(await protocol.acquire(redis, name, us, 1_000, attempt('t2'))).toMatchObject({
+      holds: 2,
+      fence: 1,
+    });
+    expect(await redis.pttl(latch('t2'))).toBeGreaterThan(29_000);
+    expect(await protocol.acquire(redis, name, us, 1_000, attempt('t2'))).toMatchObject({
+      holds: 2,
+      fence: 1,
+    });
+    expect(await redis.hget(name, us)).toBe('2');
+    // Once the hold is gone, a late copy takes the lock afresh, as its first sending would have.
+    await protocol.forceUnlock(redis, name);
+    expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
+      holds: 1,
+      fence: 2,
+    });
+    // A fenced copy answers the token its attempt drew, and draws none.
+    const fenced = new FencedLockProtocol();
+    expect(await fenced.acquire(redis, name, us, 30_000, attempt('f1'))).toMatchObject({
+      holds: 2,
+      fence: 3,
+    });
+    expect(await fenced.acquire(redis, name, us, 30_000, attempt('f2'))).toMatchObject({
+      holds: 3,
+      fence: 4,
+    });
+    expect(await fenced.acquire(redis, name, us, 30_000, attempt('f1'))).toMatchObject({
+      holds: 3,
+      fence: 3,
+    });
+    expect(await redis.get(token)).toBe('4');
+  });
+
   it('a re-entry with a shorter lease keeps the longer TTL and answers it; a partial unlock never shortens it', async () => {
     expect(await protocol.acquire(redis, name, us, 30_000)).not.toHaveProperty('ttl');
     const again = await protocol.acquire(redis, name, us, 1_000);

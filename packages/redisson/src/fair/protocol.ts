@@ -6,6 +6,8 @@ import {
   type RedisClient,
   type ReleaseReply,
 } from '@lock/core';
+import { attemptKeys } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { RLockProtocol, UNLOCK_MESSAGE } from '../lock/protocol.js';
 import { fairQueue, fairTimeouts, fenceCounter, lockChannel } from '../names.js';
 import { checkMs } from '../options.js';
@@ -17,7 +19,7 @@ import forceReleaseLua from './force-release.lua';
 import giveUpLua from './give-up.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(acquireLua);
+const acquireScript = new LuaScript(attemptLua + acquireLua);
 const giveUpScript = new LuaScript(giveUpLua);
 const releaseScript = new LuaScript(releaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
@@ -69,7 +71,13 @@ export class FairLockProtocol extends RLockProtocol {
     const queue = (context?.wait ?? Number.POSITIVE_INFINITY) > 0;
     const reply = await acquireScript.run(
       redis,
-      [resource, fairQueue(resource), fairTimeouts(resource), fenceCounter(resource)],
+      [
+        resource,
+        fairQueue(resource),
+        fairTimeouts(resource),
+        fenceCounter(resource),
+        ...attemptKeys(resource, context),
+      ],
       [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0],
     );
     return acquireReply(reply, ttl);

@@ -4,23 +4,33 @@
   never deleted or expired, so tokens only grow. As for the RLock, a re-entry never shortens
   the lease the owner's earlier holds were promised.
 
+  A copy of an attempt already applied (resent after a lost reply) answers the hold as it
+  stands, with the token that attempt drew; see attempt.lua, prefixed to this script.
+
   KEYS[1] lock hash
   KEYS[2] token counter redisson_lock_token:{name}
+  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
   ARGV[1] lease in ms
   ARGV[2] owner field
 
   Returns {1, holds, token, ttl} when taken or re-entered (ttl: the hash's TTL now, at least the
   lease), {0, pttl} when held by someone else.
 ]]
-local lock, lease = KEYS[1], tonumber(ARGV[1])
-if redis.call('exists', lock) == 1 and redis.call('hexists', lock, ARGV[2]) == 0 then
+local lock, latch, owner, lease = KEYS[1], KEYS[3], ARGV[2], tonumber(ARGV[1])
+local earlier = repeatedAttempt(latch, lock, owner)
+if earlier then
+  return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
+end
+local held = redis.call('hexists', lock, owner) == 1
+if not held and redis.call('exists', lock) == 1 then
   return {0, redis.call('pttl', lock)}
 end
 local token = redis.call('incr', KEYS[2])
-local holds = redis.call('hincrby', lock, ARGV[2], 1)
 local ttl = lease
-if holds > 1 then
+if held then
   ttl = math.max(redis.call('pttl', lock), lease)
 end
+recordAttempt(latch, token, ttl)
+local holds = redis.call('hincrby', lock, owner, 1)
 redis.call('pexpire', lock, ttl)
 return {1, holds, token, ttl}

@@ -1,8 +1,9 @@
 import { LuaScript } from '@lock/core';
+import attemptLua from '../attempt.lua';
 import { RLockProtocol } from '../lock/protocol.js';
 import acquireLua from './acquire.lua';
 
-const fencedAcquire = new LuaScript(acquireLua);
+const fencedAcquire = new LuaScript(attemptLua + acquireLua);
 
 /**
  * Redisson's RFencedLock: an RLock (same hash, channel, unlock, watchdog and inspection) whose

@@ -10,26 +10,37 @@
   holds the lock no other owner can draw from it. Java RLock holders never draw from it, so
   fences order Node holders and FencedLock holders only.
 
+  A copy of an attempt already applied (resent after a lost reply) answers the hold as it
+  stands; see attempt.lua, prefixed to this script.
+
   KEYS[1] lock hash (the bare lock name)
   KEYS[2] fence counter redisson_lock_token:{name} (never expires, as in Redisson)
+  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
   ARGV[1] lease in ms
   ARGV[2] owner field "<client uuid>:<thread id>"
 
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now, at least
   the lease), {0, pttl} when held by someone else (pttl -1: the hash has no TTL).
 ]]
-local lock, counter, owner, lease = KEYS[1], KEYS[2], ARGV[2], tonumber(ARGV[1])
+local lock, counter, latch, owner, lease = KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[1])
+local earlier = repeatedAttempt(latch, lock, owner)
+if earlier then
+  return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
+end
 if redis.call('exists', lock) == 1 then
   if redis.call('hexists', lock, owner) == 0 then
     return {0, redis.call('pttl', lock)}
   end
-  local holds = redis.call('hincrby', lock, owner, 1)
+  local fence = tonumber(redis.call('get', counter) or '0')
   local ttl = math.max(redis.call('pttl', lock), lease)
+  recordAttempt(latch, fence, ttl)
+  local holds = redis.call('hincrby', lock, owner, 1)
   redis.call('pexpire', lock, ttl)
-  return {1, holds, tonumber(redis.call('get', counter) or '0'), ttl}
+  return {1, holds, fence, ttl}
 end
 -- The fence first: if the counter cannot be incremented, nothing has been written.
 local fence = redis.call('incr', counter)
+recordAttempt(latch, fence, lease)
 redis.call('hincrby', lock, owner, 1)
 redis.call('pexpire', lock, lease)
 return {1, 1, fence, lease}

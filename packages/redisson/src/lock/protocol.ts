@@ -1,10 +1,13 @@
 import {
   type AcquireReply,
+  type AttemptContext,
   type Inspection,
   LuaScript,
   type RedisClient,
   type ReleaseReply,
 } from '@lock/core';
+import { attemptKeys } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { HashLockProtocol } from '../hash-protocol.js';
 import { fenceCounter, lockChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
@@ -15,7 +18,7 @@ import forceReleaseLua from './force-release.lua';
 import inspectLua from './inspect.lua';
 import releaseLua from './release.lua';
 
-const rlockAcquire = new LuaScript(acquireLua);
+const rlockAcquire = new LuaScript(attemptLua + acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
 const inspectScript = new LuaScript(inspectLua);
@@ -32,15 +35,28 @@ export const UNLOCK_MESSAGE = '0';
  */
 export class RLockProtocol extends HashLockProtocol {
   readonly name: string = 'redisson';
-  /** One attempt: KEYS [hash, fence counter], ARGV [lease, owner]; the fenced lock draws a token on re-entry too. */
+  /**
+   * One attempt: KEYS [hash, fence counter, attempt latch (optional)], ARGV [lease, owner]; the
+   * fenced lock draws a token on re-entry too.
+   */
   protected readonly acquireScript: LuaScript = rlockAcquire;
 
   channel(resource: string, _waiter: string): string {
     return lockChannel(resource);
   }
 
-  async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
-    const reply = await this.acquireScript.run(redis, [resource, fenceCounter(resource)], [ttl, owner]);
+  async acquire(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<AcquireReply> {
+    const reply = await this.acquireScript.run(
+      redis,
+      [resource, fenceCounter(resource), ...attemptKeys(resource, context)],
+      [ttl, owner],
+    );
     return acquireReply(reply, ttl);
   }
 

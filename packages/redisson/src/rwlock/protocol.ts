@@ -1,11 +1,14 @@
 import {
   type AcquireReply,
+  type AttemptContext,
   type Inspection,
   LuaScript,
   type RedisClient,
   type ReleaseReply,
   type RenewalItem,
 } from '@lock/core';
+import { attemptKeys } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { HashLockProtocol } from '../hash-protocol.js';
 import { fenceCounter, readFenceKey, readKeyPrefix, readTimeoutPrefix, rwChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
@@ -18,10 +21,10 @@ import readRenewLua from './read-renew.lua';
 import writeAcquireLua from './write-acquire.lua';
 import writeReleaseLua from './write-release.lua';
 
-const readAcquireScript = new LuaScript(readAcquireLua);
+const readAcquireScript = new LuaScript(attemptLua + readAcquireLua);
 const readReleaseScript = new LuaScript(readReleaseLua);
 const readRenewScript = new LuaScript(readRenewLua);
-const writeAcquireScript = new LuaScript(writeAcquireLua);
+const writeAcquireScript = new LuaScript(attemptLua + writeAcquireLua);
 const writeReleaseScript = new LuaScript(writeReleaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
 
@@ -93,10 +96,22 @@ export class ReadLockProtocol extends ReadWriteHalf {
   protected readonly mode = 'read';
   protected readonly message = READ_UNLOCK_MESSAGE;
 
-  async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
+  async acquire(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<AcquireReply> {
     const reply = await readAcquireScript.run(
       redis,
-      [resource, readTimeoutPrefix(resource, owner), fenceCounter(resource), readFenceKey(resource, owner)],
+      [
+        resource,
+        readTimeoutPrefix(resource, owner),
+        fenceCounter(resource),
+        readFenceKey(resource, owner),
+        ...attemptKeys(resource, context),
+      ],
       [ttl, owner, writerField(owner)],
     );
     return acquireReply(reply, ttl);
@@ -155,10 +170,16 @@ export class WriteLockProtocol extends ReadWriteHalf {
   protected readonly mode = 'write';
   protected readonly message = WRITE_UNLOCK_MESSAGE;
 
-  async acquire(redis: RedisClient, resource: string, owner: string, ttl: number): Promise<AcquireReply> {
+  async acquire(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    ttl: number,
+    context?: AttemptContext,
+  ): Promise<AcquireReply> {
     const reply = await writeAcquireScript.run(
       redis,
-      [resource, fenceCounter(resource)],
+      [resource, fenceCounter(resource), ...attemptKeys(resource, context)],
       [ttl, writerField(owner)],
     );
     return acquireReply(reply, ttl);

@@ -21,8 +21,23 @@
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the longest of the reader's
   timeout keys), {0, pttl} when write-locked by someone else.
 ]]
-local lock, prefix, counter, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, prefix, counter, fence_key, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local lease = tonumber(ARGV[1])
+
+-- The longest TTL among the timeout keys of this reader's holds 1..holds, at least `from`.
+local function longest(holds, from)
+  local own = from
+  for n = 1, holds do
+    own = math.max(own, redis.call('pttl', prefix .. ':' .. n))
+  end
+  return own
+end
+
+local earlier = repeatedAttempt(latch, lock, ARGV[2])
+if earlier then
+  local holds = tonumber(redis.call('hget', lock, ARGV[2]))
+  return {1, holds, earlier, longest(holds, -2)}
+end
 local mode = redis.call('hget', lock, 'mode')
 if mode == 'write' and redis.call('hexists', lock, ARGV[3]) == 0 then
   return {0, redis.call('pttl', lock)}
@@ -39,15 +54,14 @@ if not fence then
     fence = redis.call('incr', counter)
   end
 end
+local holds = tonumber(redis.call('hget', lock, ARGV[2]) or '0') + 1
+local own = longest(holds - 1, lease)
+recordAttempt(latch, fence, math.max(redis.call('pttl', lock), own))
 if not mode then
   redis.call('hset', lock, 'mode', 'read')
 end
-local holds = redis.call('hincrby', lock, ARGV[2], 1)
+redis.call('hincrby', lock, ARGV[2], 1)
 redis.call('set', prefix .. ':' .. holds, 1, 'px', lease)
-local own = lease
-for n = 1, holds - 1 do
-  own = math.max(own, redis.call('pttl', prefix .. ':' .. n))
-end
 redis.call('set', fence_key, fence, 'px', own)
 redis.call('pexpire', lock, math.max(redis.call('pttl', lock), own))
 return {1, holds, fence, own}

@@ -9,27 +9,38 @@
   re-entry reads it back: while the writer holds the lock nobody else draws (its own read holds
   carry its fence, see the read acquire script).
 
+  A copy of an attempt already applied (resent after a lost reply) answers the hold as it
+  stands; see attempt.lua, prefixed to this script.
+
   KEYS[1] lock hash
   KEYS[2] fence counter redisson_lock_token:{name} (never expires)
+  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
   ARGV[1] lease in ms
   ARGV[2] writer field "<uuid>:<thread>:write"
 
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now), {0, pttl}
   when held by readers or another writer.
 ]]
-local lock, counter, lease = KEYS[1], KEYS[2], tonumber(ARGV[1])
+local lock, counter, latch, lease = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1])
+local earlier = repeatedAttempt(latch, lock, ARGV[2])
+if earlier then
+  return {1, tonumber(redis.call('hget', lock, ARGV[2])), earlier, redis.call('pttl', lock)}
+end
 local mode = redis.call('hget', lock, 'mode')
 if not mode then
   -- The fence first: if the counter cannot be incremented, nothing has been written.
   local fence = redis.call('incr', counter)
+  recordAttempt(latch, fence, lease)
   redis.call('hset', lock, 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', lock, lease)
   return {1, 1, fence, lease}
 end
 if mode == 'write' and redis.call('hexists', lock, ARGV[2]) == 1 then
-  local holds = redis.call('hincrby', lock, ARGV[2], 1)
+  local fence = tonumber(redis.call('get', counter) or '0')
   local ttl = redis.call('pttl', lock) + lease
+  recordAttempt(latch, fence, ttl)
+  local holds = redis.call('hincrby', lock, ARGV[2], 1)
   redis.call('pexpire', lock, ttl)
-  return {1, holds, tonumber(redis.call('get', counter) or '0'), ttl}
+  return {1, holds, fence, ttl}
 end
 return {0, redis.call('pttl', lock)}
