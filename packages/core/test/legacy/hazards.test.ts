@@ -122,7 +122,11 @@ describe('a peer that deleted our lock and wrote its own with the same timestamp
   it('our side leaves it alone: release, extension, re-entry and inspect see a foreign lock', async () => {
     // Timestamps in seconds, as the PHP fleet writes them: two writes in one second are equal.
     const seconds = legacyProtocol({ unit: 's' });
-    const ours = await seconds.acquire(t.redis, 'k', 'ours', 10_000, { fresh: false, attempt: 'a1' });
+    const ours = await seconds.acquire(t.redis, 'k', 'ours', 10_000, {
+      wait: 0,
+      fresh: false,
+      attempt: 'a1',
+    });
     if (!ours.acquired) throw new Error('not acquired');
     const value = await t.redis.get('k');
     // A PHP host whose clock ran ahead deleted our live key; a correct one then locked it again
@@ -131,7 +135,11 @@ describe('a peer that deleted our lock and wrote its own with the same timestamp
     await t.redis.set('k', value!, 'EX', 4);
     expect(await seconds.release(t.redis, 'k', 'ours', ours.token)).toBe('not-owner');
     expect(await seconds.extend(t.redis, 'k', 'ours', ours.token, 10_000)).toBeNull();
-    const again = await seconds.acquire(t.redis, 'k', 'ours', 10_000, { fresh: false, attempt: 'a2' });
+    const again = await seconds.acquire(t.redis, 'k', 'ours', 10_000, {
+      wait: 0,
+      fresh: false,
+      attempt: 'a2',
+    });
     expect(again.acquired).toBe(false);
     expect(await seconds.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: null, fence: null });
     expect(await t.redis.get('k')).toBe(value);
