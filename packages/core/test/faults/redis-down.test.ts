@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@lock/core';
 import { type RedisServer, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
@@ -32,6 +33,18 @@ async function until(condition: () => Promise<boolean>, limit: number): Promise<
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`condition not met within ${limit} ms`);
+}
+
+/** Resolves on the next watchdog round that failed (a `lock:renew` event with `failed: true`). */
+function failedRenewal(): Promise<void> {
+  return new Promise((resolve) => {
+    const onRenew = (message: unknown) => {
+      if (!(message as { failed: boolean }).failed) return;
+      unsubscribe('lock:renew', onRenew);
+      resolve();
+    };
+    subscribe('lock:renew', onRenew);
+  });
 }
 
 const unhandled: unknown[] = [];
@@ -166,9 +179,9 @@ describe('Redis frozen, then back', () => {
     const locker = createLocker({ redis, ttl: 1_500, commandTimeout: 150 });
     const lock = await locker.acquire('renewed');
     await renewals(1, 'renewed');
-    // Renewals are due every 500 ms: a 700 ms freeze makes at least one fail.
     server.pause();
-    await new Promise((resolve) => setTimeout(resolve, 700));
+    // Frozen until a renewal round has failed (renewals are due every 500 ms).
+    await failedRenewal();
     server.resume();
     await renewals(1, 'renewed');
     expect(lock.signal.aborted).toBe(false);
