@@ -26,13 +26,18 @@ export function evictionGate(
   check: EvictionCheck,
 ): (resource: string) => Promise<void> | undefined {
   if (check === 'ignore') return () => undefined;
-  let policy: Promise<string | undefined> | undefined;
+  let policy: Promise<string | undefined | typeof UNREACHED> | undefined;
   let safe = false;
   // Once the server was found safe (or warned about), acquisitions pay nothing, not even an await.
   return (resource) => {
     if (safe) return undefined;
     policy ??= readPolicy(redis);
     return policy.then((found) => {
+      // No master could be asked (a cluster client that cannot load its slots): ask again next time.
+      if (found === UNREACHED) {
+        policy = undefined;
+        return;
+      }
       if (found === undefined || found === 'noeviction') {
         safe = true;
         return;
@@ -51,14 +56,28 @@ export function evictionGate(
   };
 }
 
-async function readPolicy(redis: RedisClient): Promise<string | undefined> {
-  try {
-    const node = isCluster(redis) ? redis.nodes('master')[0] : redis;
-    const reply = (await node?.call('CONFIG', 'GET', 'maxmemory-policy')) as string[] | undefined;
-    return reply?.[1];
-  } catch {
-    return undefined;
-  }
+const UNREACHED = Symbol('no master reached');
+
+/**
+ * The first policy other than `noeviction` among the masters (every master of a cluster: a key
+ * lives on one of them), else `noeviction`; undefined when none may be read (ACL). A cluster
+ * client knows its masters once it has loaded the slots: a PING (which connects a lazy client,
+ * and waits for the slots as the acquisition itself would) comes first.
+ */
+async function readPolicy(redis: RedisClient): Promise<string | undefined | typeof UNREACHED> {
+  if (isCluster(redis) && redis.nodes('master').length === 0) await redis.ping().catch(() => {});
+  const nodes = isCluster(redis) ? redis.nodes('master') : [redis];
+  if (nodes.length === 0) return UNREACHED;
+  const policies = await Promise.all(
+    nodes.map((node) =>
+      (node.call('CONFIG', 'GET', 'maxmemory-policy') as Promise<string[]>).then(
+        (reply) => reply[1],
+        () => undefined,
+      ),
+    ),
+  );
+  const read = policies.filter((policy) => policy !== undefined);
+  return read.find((policy) => policy !== 'noeviction') ?? read[0];
 }
 
 function serverName(redis: RedisClient): string {

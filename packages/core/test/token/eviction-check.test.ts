@@ -1,5 +1,5 @@
 import { createLocker, UnsafeServerError } from '@lock/core';
-import { startRedis } from '@lock/testing';
+import { startCluster, startRedis } from '@lock/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 afterEach(() => {
@@ -28,6 +28,17 @@ describe('a server that may evict locks', () => {
     const locker = createLocker({ redis, eviction: 'refuse' });
     await expect(locker.acquire('k', { wait: 0 })).rejects.toBeInstanceOf(UnsafeServerError);
     expect(await redis.dbsize()).toBe(0);
+    await locker.close();
+  });
+
+  it('is found on a cluster on whichever master may evict, from the first acquisition of a client still loading its slots', async () => {
+    await using cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
+    // One master of three may evict; the others are safe.
+    await cluster.masters[2]!.client().config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const redis = cluster.client();
+    const locker = createLocker({ redis, eviction: 'refuse' });
+    await expect(locker.acquire('{a}:1', { wait: 0 })).rejects.toBeInstanceOf(UnsafeServerError);
+    expect(await Promise.all(cluster.masters.map((master) => master.client().dbsize()))).toEqual([0, 0, 0]);
     await locker.close();
   });
 });
