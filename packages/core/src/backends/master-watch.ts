@@ -75,10 +75,20 @@ let warnedNoPermission = false;
  * After a reconnect the counters already in use are stamped again at once, so a change is seen
  * without waiting for the next acquisition. Each stamp also reads the master's clock
  * (`checkClock`).
+ *
+ * Per counter it remembers the highest value this client knows the counter reached: the fences
+ * drawn from it (`drew`) and the value each stamp reports. A stamp that finds the counter below
+ * it (writes lost: a master back after a failover without its successor's increments, a restart
+ * without persistence) raises the counter to the next epoch above it, and that is a change too.
  */
 export class MasterWatch {
   private readonly events: ClientEvents;
   private readonly stamps = new Map<string, Stamp>();
+  /** Per counter, the highest value this client knows it reached. */
+  private readonly reached = new Map<string, number>();
+  /** The counter of the resource asked last: an acquisition asks twice (`ready`, `drew`). */
+  private lastResource: string | undefined;
+  private lastCounter: string | undefined;
   private readonly listeners = new Set<MasterChangeListener>();
   private readonly restamp = () => {
     for (const counter of this.stamps.keys()) this.stamp(counter).catch(() => {});
@@ -97,11 +107,19 @@ export class MasterWatch {
 
   /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
   ready(resource: string): Promise<void> | undefined {
-    const counter = this.counterOf(resource);
+    const counter = this.counterFor(resource);
     if (counter === undefined) return undefined;
     const stamp = this.stamps.get(counter);
     if (stamp?.generation === this.events.generation) return stamp.pending;
     return this.stamp(counter);
+  }
+
+  /** A fence drawn from the resource's counter (a grant, a handed-on grant): the counter reached it. */
+  drew(resource: string, fence: number): void {
+    const counter = this.counterFor(resource);
+    if (counter === undefined) return;
+    const known = this.reached.get(counter);
+    if (known === undefined || fence > known) this.reached.set(counter, fence);
   }
 
   /** A reply said the server is no longer a master: every lock on it is concerned. */
@@ -120,6 +138,14 @@ export class MasterWatch {
     this.listeners.clear();
   }
 
+  private counterFor(resource: string): string | undefined {
+    if (resource !== this.lastResource) {
+      this.lastCounter = this.counterOf(resource);
+      this.lastResource = resource;
+    }
+    return this.lastCounter;
+  }
+
   private stamp(counter: string): Promise<void> {
     const previous = this.stamps.get(counter)?.runId;
     const stamp: Stamp = {
@@ -129,13 +155,20 @@ export class MasterWatch {
     };
     this.stamps.set(counter, stamp);
     const sentAt = Date.now();
-    stamp.pending = stampScript.run(this.redis, [counter, `${counter}:epoch`], [previous ?? '']).then(
+    const known = this.reached.get(counter) ?? 0;
+    stamp.pending = stampScript.run(this.redis, [counter, `${counter}:epoch`], [previous ?? '', known]).then(
       (reply) => {
-        const [runId, , time] = reply as [string, number, [string, string]];
+        const [runId, raised, time, value] = reply as [string, number, [string, string], string];
         stamp.runId = String(runId);
         stamp.pending = undefined;
+        const reached = Number(value);
+        if (reached > (this.reached.get(counter) ?? 0)) this.reached.set(counter, reached);
         checkClock(stamp.runId, time, sentAt, Date.now());
-        if (previous !== undefined && stamp.runId !== previous) this.notify(this.concerning(counter));
+        // Raised under the master it last saw: the counter lost writes (or another master
+        // stamped it in between), and the locks on this master may have gone with them.
+        if (previous !== undefined && (stamp.runId !== previous || raised === 1)) {
+          this.notify(this.concerning(counter));
+        }
       },
       (error: unknown) => {
         if (isPermissionError(error)) {

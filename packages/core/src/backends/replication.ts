@@ -12,30 +12,41 @@ export interface WaitPlan {
   readonly timeout: number;
 }
 
-/**
- * What to WAIT for after the next acquisition, or null for nothing: answered at once, except
- * that `'auto'` asks the server for its replicas (`INFO replication`) at most every 10 s, before
- * the acquisition, so a failure there writes nothing.
- */
-export function replicationGate(
-  redis: RedisClient,
-  replication: ReplicationOptions,
-): () => WaitPlan | null | Promise<WaitPlan | null> {
+/** What to WAIT for behind acquisitions, decided by the `replication` option. */
+export interface ReplicationGate {
+  /**
+   * What to WAIT for after the next acquisition, or null for nothing: answered at once, except
+   * that `'auto'` asks the server for its replicas (`INFO replication`) at most every 10 s, before
+   * the acquisition, so a failure there writes nothing.
+   */
+  plan(): WaitPlan | null | Promise<WaitPlan | null>;
+  /**
+   * After a WAIT that fewer replicas confirmed than planned: whether the acquisition still needed
+   * them. Under `'auto'` the server is asked again at once, since its replicas may be gone (a
+   * failover to a master that has none): a master without replicas has nothing to wait for. An
+   * explicit `{ replicas }` always needs them.
+   */
+  stillNeeded(): Promise<boolean>;
+}
+
+export function replicationGate(redis: RedisClient, replication: ReplicationOptions): ReplicationGate {
   checkReplication(replication, isCluster(redis));
-  if (replication === false || isCluster(redis)) return () => null;
+  if (replication === false || isCluster(redis)) return { plan: () => null, stillNeeded: async () => true };
   if (replication !== 'auto') {
     const plan = { replicas: replication.replicas, timeout: replication.timeout };
-    return () => plan;
+    return { plan: () => plan, stillNeeded: async () => true };
   }
   let checkedAt = Number.NEGATIVE_INFINITY;
   let plan: WaitPlan | null = null;
-  return () => {
-    if (performance.now() - checkedAt <= AUTO_RECHECK_MS) return plan;
-    return connectedReplicas(redis).then((replicas) => {
+  const check = () =>
+    connectedReplicas(redis).then((replicas) => {
       plan = replicas > 0 ? AUTO : null;
       checkedAt = performance.now();
       return plan;
     });
+  return {
+    plan: () => (performance.now() - checkedAt <= AUTO_RECHECK_MS ? plan : check()),
+    stillNeeded: async () => (await check()) !== null,
   };
 }
 

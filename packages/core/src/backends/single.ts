@@ -2,7 +2,7 @@ import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js
 import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
 import { keySlot } from '../hash-tag.js';
-import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
+import type { HandedGrant, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
@@ -44,7 +44,7 @@ export function singleBackend(
   options: SingleBackendOptions = {},
 ): LockBackend {
   const listener = options.subscriber ?? new ReleaseListener(redis);
-  const planWait = replicationGate(redis, options.replication ?? 'auto');
+  const replication = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
@@ -73,7 +73,7 @@ export function singleBackend(
       if (unchecked) await unchecked;
       const stamping = watch?.ready(resource);
       if (stamping) await stamping;
-      const planned = planWait();
+      const planned = replication.plan();
       const plan = planned instanceof Promise ? await planned : planned;
       // WAIT is sent right behind the script on the same connection, as in a pipeline: awaited
       // after the answer, a reconnect in between would make it a no-op on a fresh connection.
@@ -101,6 +101,8 @@ export function singleBackend(
           return noticeDemotion(error);
         });
       if (!reply.acquired) return reply;
+      watch?.drew(resource, reply.fence);
+      let unconfirmed = false;
       if (plan && reply.holds === 1) {
         // The lock is written already: whatever goes wrong while confirming it must undo it.
         const undo = () => protocol.release(redis, resource, owner, reply.token).catch(() => {});
@@ -112,8 +114,11 @@ export function singleBackend(
           throw error;
         }
         if (confirmed < plan.replicas) {
-          await undo();
-          throw new ReplicationError(resource, plan.replicas, confirmed);
+          if (await replication.stillNeeded().catch(() => true)) {
+            await undo();
+            throw new ReplicationError(resource, plan.replicas, confirmed);
+          }
+          unconfirmed = true;
         }
       }
       // Built field by field: spreading the reply into a literal with more fields takes V8's
@@ -124,7 +129,7 @@ export function singleBackend(
         holds: reply.holds,
         token: reply.token,
         validity: (reply.ttl ?? ttl) - clockDrift(ttl),
-        confirmed: plan !== null,
+        confirmed: plan !== null && !unconfirmed,
       };
     },
 
@@ -137,8 +142,15 @@ export function singleBackend(
     release(resource, owner, token, handedOn, id) {
       // The release may draw a fence for the next owner: from a counter stamped on this master.
       const stamping = watch?.ready(resource);
-      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handedOn, id));
-      return protocol.release(redis, resource, owner, token, handedOn, id);
+      const handed =
+        watch && handedOn
+          ? (grant: HandedGrant) => {
+              watch.drew(resource, grant.fence);
+              handedOn(grant);
+            }
+          : handedOn;
+      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handed, id));
+      return protocol.release(redis, resource, owner, token, handed, id);
     },
 
     async extend(resource, owner, token, ttl) {
@@ -168,7 +180,10 @@ export function singleBackend(
 
     listen: (resource, waiter, onRelease) =>
       listener.listen(protocol.channel(resource, waiter), (message) => {
-        if (protocol.isReleaseMessage?.(message) ?? true) onRelease(releaseNotice(protocol, message));
+        if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
+        const notice = releaseNotice(protocol, message);
+        if (notice.grant) watch?.drew(resource, notice.grant.fence);
+        onRelease(notice);
       }),
 
     onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),

@@ -1,0 +1,24 @@
+import { createLocker } from '@lock/core';
+import { startRedis, waitFor } from '@lock/testing';
+import { expect, it } from 'vitest';
+
+it("'auto' takes a master that lost its replicas since it last asked at its word: the lock is granted, unconfirmed", async () => {
+  await using master = await startRedis();
+  const replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
+  const admin = master.client();
+  const replicas = async () => /connected_slaves:(\d+)/.exec(await admin.info('replication'))?.[1];
+  await waitFor('the replica to connect', async () => (await replicas()) === '1');
+  // Synced: the replica acknowledges a write.
+  await admin.set('warm-up', '1', 'PX', 60_000);
+  expect(await admin.call('WAIT', 1, 10_000)).toBe(1);
+  const locker = createLocker({ redis: master.client() });
+  // The first acquisition finds one replica and waits for it; 'auto' keeps that answer for 10 s.
+  await (await locker.acquire('before', { ttl: 10_000 })).release();
+  // As after a failover to a master that has no replica: WAIT can no longer be answered.
+  await replica.stop();
+  await waitFor('the master to see no replica', async () => (await replicas()) === '0');
+  const lock = await locker.acquire('after', { ttl: 10_000, wait: 0 });
+  expect((await locker.inspect('after')).owner).toBe(lock.owner);
+  expect(await lock.release()).toBe('released');
+  await locker.close();
+});
