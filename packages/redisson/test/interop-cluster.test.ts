@@ -3,6 +3,18 @@ import { type RedisCluster, startCluster } from '@lock/testing';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisson, type Redisson } from '../src/index.js';
+import {
+  attemptLatch,
+  fairQueue,
+  fairTimeouts,
+  fenceCounter,
+  lockChannel,
+  readFenceKey,
+  readKeyPrefix,
+  readTimeoutPrefix,
+  rwChannel,
+  unlockLatch,
+} from '../src/names.js';
 import { describeInterop } from './interop/suite.js';
 import { threeMasterCluster } from './interop/topology.js';
 
@@ -107,27 +119,107 @@ describe('on a cluster', () => {
   it('keeps every key and channel of a lock in its slot and unlocks with SPUBLISH', async () => {
     const name = 'orders:42';
     const slot = async (key: string) => (await redis.call('CLUSTER', 'KEYSLOT', key)) as number;
-    for (const key of [
-      'redisson_lock__channel:{orders:42}',
-      'redisson_unlock_latch:{orders:42}:00',
-      'redisson_lock_queue:{orders:42}',
-      'redisson_rwlock:{orders:42}',
-      '{orders:42}:u:1:rwlock_timeout:1',
-    ]) {
-      expect(await slot(key)).toBe(11_414);
-    }
+    const lockSlot = await slot(name);
+    // The names as the library builds them (a holder's owner is `<client id>:<thread>`).
+    const owner = `${redisson.id}:1`;
+    const built = {
+      lockChannel: lockChannel(name),
+      fairWaiterChannel: `${lockChannel(name)}:${owner}`,
+      rwChannel: rwChannel(name),
+      unlockLatch: unlockLatch(name, '00'),
+      attemptLatch: attemptLatch(name, 'a1'),
+      fairQueue: fairQueue(name),
+      fairTimeouts: fairTimeouts(name),
+      fenceCounter: fenceCounter(name),
+      readTimeout: `${readTimeoutPrefix(name, owner)}:1`,
+      readFence: readFenceKey(name, owner),
+      readTimeoutOfAnyHolder: `${readKeyPrefix(name)}:${owner}:rwlock_timeout:1`,
+    };
+    for (const [what, key] of Object.entries(built))
+      expect(await slot(key), `${what}: ${key}`).toBe(lockSlot);
+
+    // And the keys and channels a fair lock and a read-write lock really create, found by
+    // scanning the masters: every one of them in the lock key's slot.
+    const masters = redis.nodes('master');
+    const keys = async () => {
+      const found = new Set<string>();
+      for (const node of masters) {
+        let cursor = '0';
+        do {
+          const [next, batch] = await node.scan(cursor, 'COUNT', 1_000);
+          cursor = next;
+          for (const key of batch) found.add(key);
+        } while (cursor !== '0');
+      }
+      return found;
+    };
+    const channels = async () => {
+      const found = new Set<string>();
+      for (const node of masters) {
+        for (const kind of ['SHARDCHANNELS', 'CHANNELS'])
+          for (const channel of (await node.call('PUBSUB', kind)) as string[]) found.add(channel);
+      }
+      return found;
+    };
+    const existing = await keys();
+    const seen = new Map<string, 'key' | 'channel'>();
+    const collect = async () => {
+      for (const key of await keys()) if (!existing.has(key)) seen.set(key, 'key');
+      for (const channel of await channels()) seen.set(channel, 'channel');
+    };
+
+    const fair = redisson.getFairLock(name);
+    await fair.lock({ threadId: 1 });
+    const fairWaiter = fair.tryLock({ threadId: 2, wait: 20_000 });
+    // Awaited below; this keeps an early failure of the test from leaving it unhandled.
+    fairWaiter.catch(() => {});
+    await expect.poll(() => redis.llen(fairQueue(name)), { timeout: 10_000 }).toBe(1);
+    await collect();
+    await fair.unlock({ threadId: 1 });
+    expect(await fairWaiter).toBe(true);
+    await collect();
+    await fair.unlock({ threadId: 2 });
+    await collect();
+
+    const rw = redisson.getReadWriteLock(name);
+    await rw.readLock().lock({ threadId: 1 });
+    const writer = rw.writeLock().tryLock({ threadId: 2, wait: 20_000 });
+    writer.catch(() => {});
+    await expect.poll(async () => (await channels()).has(rwChannel(name)), { timeout: 10_000 }).toBe(true);
+    await collect();
+    await rw.readLock().unlock({ threadId: 1 });
+    expect(await writer).toBe(true);
+    await collect();
+    await rw.writeLock().unlock({ threadId: 2 });
+    await collect();
+
+    // Not an empty sample: the lock key, the fair queue and timeouts, a reader's timeout key,
+    // the fair waiter's channel and the read-write channel were all seen.
+    expect([...seen.keys()]).toEqual(
+      expect.arrayContaining([
+        name,
+        fairQueue(name),
+        fairTimeouts(name),
+        `${readTimeoutPrefix(name, owner)}:1`,
+        `${lockChannel(name)}:${redisson.id}:2`,
+        rwChannel(name),
+      ]),
+    );
+    const outOfSlot: string[] = [];
+    for (const [found, kind] of seen)
+      if ((await slot(found)) !== lockSlot) outOfSlot.push(`${kind} ${found}`);
+    expect(outOfSlot).toEqual([]);
+
     const listener = cluster.client({ shardedSubscribers: true });
     const messages: string[][] = [];
     listener.on('smessage', (channel: string, message: string) => messages.push([channel, message]));
-    await listener.ssubscribe('redisson_lock__channel:{orders:42}');
+    await listener.ssubscribe(lockChannel(name));
     const lock = redisson.getLock(name);
     await lock.lock({ threadId: 1 });
     expect(await redis.pttl(name)).toBeGreaterThan(29_000);
     await lock.unlock({ threadId: 1 });
     // An SSUBSCRIBE client sees only SPUBLISH; PUBLISH would not reach it.
-    await expect
-      .poll(() => messages, { timeout: 5_000 })
-      .toEqual([['redisson_lock__channel:{orders:42}', '0']]);
+    await expect.poll(() => messages, { timeout: 5_000 }).toEqual([[lockChannel(name), '0']]);
     listener.disconnect();
   });
 });

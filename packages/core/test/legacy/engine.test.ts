@@ -1,5 +1,6 @@
 import { createLocker, InvalidKeyError, InvalidOptionError, legacyProtocol } from '@lock/core';
 import { expect, it } from 'vitest';
+import { until } from '../support/waiter-queue.js';
 import { useRedis } from './fixture.js';
 
 const t = useRedis();
@@ -19,19 +20,29 @@ it('a legacy locker writes the exact key bytes (no prefix) as integer seconds an
   await locker.close();
 });
 
-it('a waiting acquire gets a legacy lock after the holder releases it, with a higher fence', async () => {
+it('a waiting acquire gets a legacy lock after the holder releases it, with the next fence', async () => {
   const locker = createLocker({ redis: t.redis, protocol: legacyProtocol() });
   const first = await locker.acquire('k', { ttl: 20_000 });
-  const order: string[] = [];
-  const second = locker.acquire('k', { ttl: 20_000, wait: 15_000 }).then((lock) => {
-    order.push('second acquired');
-    return lock;
+  let settled = false;
+  const second = locker.acquire('k', { ttl: 20_000, wait: 15_000 }).finally(() => {
+    settled = true;
   });
-  order.push('first releasing');
+  // A refused attempt makes the call subscribe to the release channel and wait: until then, or
+  // until it settles (which it must not do while the first holds the lock).
+  const waiting = async () => {
+    const [, subscribers] = (await t.redis.pubsub('NUMSUB', '{lock:k}:released')) as [string, number];
+    return Number(subscribers) >= 1;
+  };
+  await until(async () => settled || (await waiting()), 'the second acquire waits or settles');
+  expect(settled).toBe(false);
+  expect(await locker.inspect('k')).toMatchObject({ held: true, owner: first.owner, fence: first.fence });
+  expect(settled).toBe(false);
   await first.release();
   const lock = await second;
-  expect(order).toEqual(['first releasing', 'second acquired']);
-  expect(lock.fence).toBeGreaterThan(first.fence);
+  expect(lock.owner).not.toBe(first.owner);
+  expect(await locker.inspect('k')).toMatchObject({ held: true, owner: lock.owner });
+  // Refused attempts draw no fence: the next grant is the counter's next value.
+  expect(lock.fence).toBe(first.fence + 1);
   await lock.release();
   await locker.close();
 });

@@ -1,4 +1,5 @@
-import { createLocker, type Locker } from '@lock/core';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createLocker, type ExtendEvent, type Locker, type RenewEvent } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type AclProtocol, setAclUser } from './support/acl.js';
@@ -17,6 +18,34 @@ beforeAll(async () => {
   return () => server.stop();
 });
 
+/**
+ * Resolves after `count` watchdog renewals of `key` that succeeded (`lock:extend` with
+ * `renewal: true`) by a `protocol` locker; rejects as soon as a renewal round of that protocol
+ * fails (`lock:renew` with `failed: true`).
+ */
+function renewalsSucceed(count: number, key: string, protocol: AclProtocol): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = 0;
+    const settle = (outcome: () => void) => {
+      unsubscribe('lock:extend', onExtend);
+      unsubscribe('lock:renew', onRenew);
+      outcome();
+    };
+    const onExtend = (message: unknown) => {
+      const event = message as ExtendEvent;
+      if (event.renewal && event.key === key && event.protocol === protocol && ++seen === count)
+        settle(resolve);
+    };
+    const onRenew = (message: unknown) => {
+      const event = message as RenewEvent;
+      if (event.failed && event.protocol === protocol)
+        settle(() => reject(new Error(`a renewal round failed after ${seen} renewals of ${key}`)));
+    };
+    subscribe('lock:extend', onExtend);
+    subscribe('lock:renew', onRenew);
+  });
+}
+
 function lockerAs(protocol: AclProtocol): Locker {
   const redis = server.client({ username: protocol, password: 'locker-pw' });
   return createLocker({ redis, protocol, ttl: 900 });
@@ -32,13 +61,15 @@ describe.each(['token', 'legacy'] as const)(
       expect(await a.isLocked('app:1')).toBe(true);
       expect((await a.inspect('app:1')).held).toBe(true);
       await expect(b.tryAcquire('app:1')).resolves.toBeNull();
-      const waiting = b.acquire('app:1', { wait: 5_000 });
+      const waiting = b.acquire('app:1', { wait: 10_000 });
       // Awaited below; this keeps an early failure of the test from leaving it unhandled.
       waiting.catch(() => {});
       await lock.extend();
-      // Outlives one renewal (ttl/3) of the watchdog.
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      // Renewed by the watchdog (every ttl/3) for longer than one lease: four successful renewals,
+      // with no renewal round failing (a NOPERM renewal would be retried until the lease ran out).
+      await renewalsSucceed(4, 'app:1', protocol);
       lock.assertHeld();
+      expect(await a.inspect('app:1')).toMatchObject({ held: true, owner: lock.owner });
       await lock.release();
       const next = await waiting;
       expect(next.fence).toBeGreaterThan(lock.fence);

@@ -1,6 +1,7 @@
 import { createLocker, ReplicationError } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandCalls } from '../faults/support/stats.js';
 
 async function replicaOf(master: RedisServer): Promise<RedisServer> {
   const replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
@@ -32,13 +33,38 @@ describe('WAIT gating on replicas', () => {
 
   it("'auto' (the default) waits for the replica and hands out a lock the replica has", async () => {
     const locker = createLocker({ redis: master.client() });
+    const waits = () => commandCalls(master.client()).then((calls) => calls.get('wait') ?? 0);
+    // Loads the scripts first: on a cold script cache the EVALSHA that fails with NOSCRIPT has a
+    // WAIT behind it too, before the EVAL and its own.
+    await (await locker.acquire('replicated-warm-up', { ttl: 10_000 })).release();
+    const before = await waits();
     const lock = await locker.acquire('replicated', { ttl: 10_000 });
+    // The acquisition sent exactly one WAIT: on loopback the replica has the write at once
+    // anyway, so the replica's copy alone would not show that the default gates on it.
+    expect((await waits()) - before).toBe(1);
     expect(await replica.client().hgetall('{lock:replicated}')).toMatchObject({
       [lock.owner]: '1',
       '': String(lock.fence),
     });
     await lock.release();
     await locker.close();
+  });
+
+  it("'auto' (the default) refuses a lock the (frozen) replica does not confirm, and leaves no key", async () => {
+    const locker = createLocker({ redis: master.client() });
+    // Frozen, the replica still counts as connected on the master but acknowledges nothing.
+    replica.pause();
+    try {
+      const error = await locker
+        .acquire('auto-unconfirmed', { ttl: 10_000, wait: 0 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ReplicationError);
+      expect((error as ReplicationError).confirmed).toBe(0);
+      expect(await master.client().exists('{lock:auto-unconfirmed}')).toBe(0);
+    } finally {
+      replica.resume();
+      await locker.close();
+    }
   });
 
   it('releases a lock no replica confirmed and reports ReplicationError', async () => {
