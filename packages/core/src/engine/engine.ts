@@ -626,7 +626,10 @@ class Engine implements Locker {
       // any late grant cleaned up; past it, with Redis slow or gone, the cleanup goes on alone.
       const left =
         started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
-      if (cleanup.length > 0 && left > 0) await withDeadline(Promise.all(cleanup), left).catch(() => {});
+      // Each step is bounded by the command timeout already, so that bound is never longer.
+      if (cleanup.length > 0 && left > 0) {
+        await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
+      }
     }
   }
 
