@@ -1,11 +1,30 @@
-import type { AttemptContext } from '@lock/core';
+import { type AcquireReply, type AttemptContext, LuaScript, type RedisClient } from '@lock/core';
+import attemptLua from './attempt.lua';
 import { attemptLatch } from './names.js';
+import { acquireReply } from './replies.js';
 
 /**
- * What an acquire script takes last in KEYS for `context`'s attempt: its latch, so that a copy
- * of the attempt already applied counts no second hold (see attempt.lua, which every acquire
- * script is prefixed with). Nothing without an attempt id: then every copy counts.
+ * An acquire script of a Redisson lock kind, prefixed with attempt.lua so that a copy of an
+ * attempt already applied counts no second hold. Every kind's acquisition goes through `run`,
+ * which passes the attempt's latch last in KEYS (none without an attempt id: then every copy
+ * counts) and reads the `{1, holds, fence, ttl}` / `{0, pttl}` reply.
  */
-export function attemptKeys(resource: string, context: AttemptContext | undefined): string[] {
-  return context?.attempt ? [attemptLatch(resource, context.attempt)] : [];
+export class AcquireScript {
+  private readonly script: LuaScript;
+
+  constructor(lua: string) {
+    this.script = new LuaScript(attemptLua + lua);
+  }
+
+  async run(
+    redis: RedisClient,
+    resource: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    lease: number,
+    context: AttemptContext | undefined,
+  ): Promise<AcquireReply> {
+    const latch = context?.attempt ? [attemptLatch(resource, context.attempt)] : [];
+    return acquireReply(await this.script.run(redis, [...keys, ...latch], args), lease);
+  }
 }

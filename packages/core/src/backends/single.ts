@@ -2,7 +2,7 @@ import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js
 import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
 import { keySlot } from '../hash-tag.js';
-import type { HandedGrant, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
+import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
@@ -142,15 +142,8 @@ export function singleBackend(
     release(resource, owner, token, handedOn, id) {
       // The release may draw a fence for the next owner: from a counter stamped on this master.
       const stamping = watch?.ready(resource);
-      const handed =
-        watch && handedOn
-          ? (grant: HandedGrant) => {
-              watch.drew(resource, grant.fence);
-              handedOn(grant);
-            }
-          : handedOn;
-      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handed, id));
-      return protocol.release(redis, resource, owner, token, handed, id);
+      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handedOn, id));
+      return protocol.release(redis, resource, owner, token, handedOn, id);
     },
 
     async extend(resource, owner, token, ttl) {
@@ -182,6 +175,7 @@ export function singleBackend(
       listener.listen(protocol.channel(resource, waiter), (message) => {
         if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
         const notice = releaseNotice(protocol, message);
+        // A grant handed on to a waiter of this process (`handedOn`) is published here too.
         if (notice.grant) watch?.drew(resource, notice.grant.fence);
         onRelease(notice);
       }),

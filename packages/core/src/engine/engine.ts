@@ -612,24 +612,37 @@ class Engine implements Locker {
       }
       linked?.dispose();
       if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
-      const cleanup: Promise<unknown>[] = [];
-      if (!call.acquired && call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
-      if (!call.acquired && attempts > 0 && request.wait > 0 && this.backend.abandon) {
-        const abandon = this.backend.abandon(request.resource, request.owner, {
-          wait: request.wait,
-          fresh: request.fresh,
-          queueLease,
-        });
-        cleanup.push(withDeadline(abandon, this.timeout).catch(() => {}));
-      }
-      // Within the call's own deadline (the wait and one attempt) it settles with the queue and
-      // any late grant cleaned up; past it, with Redis slow or gone, the cleanup goes on alone.
-      const left =
-        started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
-      // Each step is bounded by the command timeout already, so that bound is never longer.
-      if (cleanup.length > 0 && left > 0) {
-        await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
-      }
+      if (!call.acquired) await this.giveUp(request, call, attempts > 0, queueLease, started);
+    }
+  }
+
+  /**
+   * Cleans up after a call that ends without the lock: undoes a grant that came too late, and
+   * takes the owner out of the server's queue if it may be there. Within the call's own deadline
+   * (the wait and one attempt) it settles with that done; past it, with Redis slow or gone, the
+   * cleanup goes on alone.
+   */
+  private async giveUp(
+    request: Request,
+    call: AcquireCall,
+    attempted: boolean,
+    queueLease: number,
+    started: number,
+  ): Promise<void> {
+    const cleanup: Promise<unknown>[] = [];
+    if (call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
+    if (attempted && request.wait > 0 && this.backend.abandon) {
+      const abandon = this.backend.abandon(request.resource, request.owner, {
+        wait: request.wait,
+        fresh: request.fresh,
+        queueLease,
+      });
+      cleanup.push(withDeadline(abandon, this.timeout).catch(() => {}));
+    }
+    const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
+    // Each step is bounded by the command timeout already, so that bound is never longer.
+    if (cleanup.length > 0 && left > 0) {
+      await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
     }
   }
 

@@ -6,20 +6,18 @@ import {
   type RedisClient,
   type ReleaseReply,
 } from '@lock/core';
-import { attemptKeys } from '../attempt.js';
-import attemptLua from '../attempt.lua';
+import { AcquireScript } from '../attempt.js';
 import { RLockProtocol, UNLOCK_MESSAGE } from '../lock/protocol.js';
 import { fairQueue, fairTimeouts, fenceCounter, lockChannel } from '../names.js';
 import { checkMs } from '../options.js';
 import { publishCommand } from '../publish.js';
-import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
 import giveUpLua from './give-up.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(attemptLua + acquireLua);
+const acquireScript = new AcquireScript(acquireLua);
 const giveUpScript = new LuaScript(giveUpLua);
 const releaseScript = new LuaScript(releaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
@@ -69,18 +67,9 @@ export class FairLockProtocol extends RLockProtocol {
     context?: AttemptContext,
   ): Promise<AcquireReply> {
     const queue = (context?.wait ?? Number.POSITIVE_INFINITY) > 0;
-    const reply = await acquireScript.run(
-      redis,
-      [
-        resource,
-        fairQueue(resource),
-        fairTimeouts(resource),
-        fenceCounter(resource),
-        ...attemptKeys(resource, context),
-      ],
-      [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0],
-    );
-    return acquireReply(reply, ttl);
+    const keys = [resource, fairQueue(resource), fairTimeouts(resource), fenceCounter(resource)];
+    const args = [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0];
+    return acquireScript.run(redis, resource, keys, args, ttl, context);
   }
 
   /** Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer. */

@@ -1,9 +1,8 @@
-import { LuaScript } from '@lock/core';
-import attemptLua from '../attempt.lua';
+import { AcquireScript } from '../attempt.js';
 import { RLockProtocol } from '../lock/protocol.js';
 import acquireLua from './acquire.lua';
 
-const fencedAcquire = new LuaScript(attemptLua + acquireLua);
+const fencedAcquire = new AcquireScript(acquireLua);
 
 /**
  * Redisson's RFencedLock: an RLock (same hash, channel, unlock, watchdog and inspection) whose

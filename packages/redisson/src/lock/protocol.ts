@@ -6,19 +6,17 @@ import {
   type RedisClient,
   type ReleaseReply,
 } from '@lock/core';
-import { attemptKeys } from '../attempt.js';
-import attemptLua from '../attempt.lua';
+import { AcquireScript } from '../attempt.js';
 import { HashLockProtocol } from '../hash-protocol.js';
 import { fenceCounter, lockChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
 import inspectLua from './inspect.lua';
 import releaseLua from './release.lua';
 
-const rlockAcquire = new LuaScript(attemptLua + acquireLua);
+const rlockAcquire = new AcquireScript(acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
 const inspectScript = new LuaScript(inspectLua);
@@ -39,25 +37,27 @@ export class RLockProtocol extends HashLockProtocol {
    * One attempt: KEYS [hash, fence counter, attempt latch (optional)], ARGV [lease, owner]; the
    * fenced lock draws a token on re-entry too.
    */
-  protected readonly acquireScript: LuaScript = rlockAcquire;
+  protected readonly acquireScript: AcquireScript = rlockAcquire;
 
   channel(resource: string, _waiter: string): string {
     return lockChannel(resource);
   }
 
-  async acquire(
+  acquire(
     redis: RedisClient,
     resource: string,
     owner: string,
     ttl: number,
     context?: AttemptContext,
   ): Promise<AcquireReply> {
-    const reply = await this.acquireScript.run(
+    return this.acquireScript.run(
       redis,
-      [resource, fenceCounter(resource), ...attemptKeys(resource, context)],
+      resource,
+      [resource, fenceCounter(resource)],
       [ttl, owner],
+      ttl,
+      context,
     );
-    return acquireReply(reply, ttl);
   }
 
   /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */

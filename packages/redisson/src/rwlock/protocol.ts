@@ -7,12 +7,10 @@ import {
   type ReleaseReply,
   type RenewalItem,
 } from '@lock/core';
-import { attemptKeys } from '../attempt.js';
-import attemptLua from '../attempt.lua';
+import { AcquireScript } from '../attempt.js';
 import { HashLockProtocol } from '../hash-protocol.js';
 import { fenceCounter, readFenceKey, readKeyPrefix, readTimeoutPrefix, rwChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { acquireReply } from '../replies.js';
 import { unlockWithLatch } from '../unlock.js';
 import forceReleaseLua from './force-release.lua';
 import readAcquireLua from './read-acquire.lua';
@@ -21,10 +19,10 @@ import readRenewLua from './read-renew.lua';
 import writeAcquireLua from './write-acquire.lua';
 import writeReleaseLua from './write-release.lua';
 
-const readAcquireScript = new LuaScript(attemptLua + readAcquireLua);
+const readAcquireScript = new AcquireScript(readAcquireLua);
 const readReleaseScript = new LuaScript(readReleaseLua);
 const readRenewScript = new LuaScript(readRenewLua);
-const writeAcquireScript = new LuaScript(attemptLua + writeAcquireLua);
+const writeAcquireScript = new AcquireScript(writeAcquireLua);
 const writeReleaseScript = new LuaScript(writeReleaseLua);
 const forceReleaseScript = new LuaScript(forceReleaseLua);
 
@@ -96,25 +94,20 @@ export class ReadLockProtocol extends ReadWriteHalf {
   protected readonly mode = 'read';
   protected readonly message = READ_UNLOCK_MESSAGE;
 
-  async acquire(
+  acquire(
     redis: RedisClient,
     resource: string,
     owner: string,
     ttl: number,
     context?: AttemptContext,
   ): Promise<AcquireReply> {
-    const reply = await readAcquireScript.run(
-      redis,
-      [
-        resource,
-        readTimeoutPrefix(resource, owner),
-        fenceCounter(resource),
-        readFenceKey(resource, owner),
-        ...attemptKeys(resource, context),
-      ],
-      [ttl, owner, writerField(owner)],
-    );
-    return acquireReply(reply, ttl);
+    const keys = [
+      resource,
+      readTimeoutPrefix(resource, owner),
+      fenceCounter(resource),
+      readFenceKey(resource, owner),
+    ];
+    return readAcquireScript.run(redis, resource, keys, [ttl, owner, writerField(owner)], ttl, context);
   }
 
   async unlock(
@@ -170,19 +163,15 @@ export class WriteLockProtocol extends ReadWriteHalf {
   protected readonly mode = 'write';
   protected readonly message = WRITE_UNLOCK_MESSAGE;
 
-  async acquire(
+  acquire(
     redis: RedisClient,
     resource: string,
     owner: string,
     ttl: number,
     context?: AttemptContext,
   ): Promise<AcquireReply> {
-    const reply = await writeAcquireScript.run(
-      redis,
-      [resource, fenceCounter(resource), ...attemptKeys(resource, context)],
-      [ttl, writerField(owner)],
-    );
-    return acquireReply(reply, ttl);
+    const keys = [resource, fenceCounter(resource)];
+    return writeAcquireScript.run(redis, resource, keys, [ttl, writerField(owner)], ttl, context);
   }
 
   override field(owner: string): string {
