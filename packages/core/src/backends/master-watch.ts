@@ -14,11 +14,12 @@ export type MasterChangeListener = (affects: (resource: string) => boolean) => v
  * lockers on one client; each adding listeners of its own would trip Node's leak warning).
  * The generation moves whenever the client may have reached another server: a reconnect on a
  * standalone or Sentinel client (Sentinel's `failoverDetector` disconnects on `+switch-master`),
- * a slot refresh or a node change on a cluster.
+ * a slot refresh or a node change on a cluster. `onMoved` is told after a reconnect, or after a
+ * cluster's slots were read again (a failover or a resharding shows there first).
  */
 class ClientEvents {
   generation = 0;
-  readonly onReconnected = new Set<() => void>();
+  readonly onMoved = new Set<() => void>();
   private reconnecting = false;
 
   constructor(redis: RedisClient) {
@@ -26,7 +27,11 @@ class ClientEvents {
       this.generation += 1;
     };
     if (isCluster(redis)) {
-      for (const event of ['refresh', '+node', '-node']) redis.on(event, moved);
+      for (const event of ['+node', '-node']) redis.on(event, moved);
+      redis.on('refresh', () => {
+        moved();
+        this.tell();
+      });
       return;
     }
     redis.on('close', () => {
@@ -36,8 +41,12 @@ class ClientEvents {
     redis.on('ready', () => {
       if (!this.reconnecting) return;
       this.reconnecting = false;
-      for (const listener of this.onReconnected) listener();
+      this.tell();
     });
+  }
+
+  private tell(): void {
+    for (const listener of this.onMoved) listener();
   }
 }
 
@@ -55,6 +64,8 @@ function eventsOf(redis: RedisClient): ClientEvents {
 interface Stamp {
   /** The client generation it was made in (-1 after a failure): another one stamps again before the next grant. */
   generation: number;
+  /** On a cluster, the master the client routed the counter's slot to when it stamped. */
+  readonly node: string | undefined;
   /** The run id of the master that answered, once it has. */
   runId: string | undefined;
   pending: Promise<void> | undefined;
@@ -72,8 +83,10 @@ let warnedNoPermission = false;
  * above any fence the old master may have handed out in increments the new one never received.
  * A run id that differs from the one the counter was last stamped with here is a master change
  * seen by this client. So is a `READONLY` reply (the master was demoted under a live connection).
- * After a reconnect the counters already in use are stamped again at once, so a change is seen
- * without waiting for the next acquisition. Each stamp also reads the master's clock
+ * After a reconnect the counters already in use are stamped again at once, and on a cluster,
+ * after a slot refresh, those whose slot the client now routes to another master: a change is
+ * seen without waiting for the next acquisition in the slot (a renewal that meets the new master
+ * would otherwise keep a hold its failover may have lost). Each stamp also reads the master's clock
  * (`checkClock`).
  *
  * Per counter it remembers the highest value this client knows the counter reached: the fences
@@ -91,7 +104,11 @@ export class MasterWatch {
   private lastCounter: string | undefined;
   private readonly listeners = new Set<MasterChangeListener>();
   private readonly restamp = () => {
-    for (const counter of this.stamps.keys()) this.stamp(counter).catch(() => {});
+    const cluster = isCluster(this.redis);
+    for (const [counter, stamp] of this.stamps) {
+      if (cluster && stamp.node === this.nodeOf(counter)) continue;
+      this.stamp(counter).catch(() => {});
+    }
   };
 
   constructor(
@@ -102,7 +119,7 @@ export class MasterWatch {
     private readonly lockKeyOf: (resource: string) => string,
   ) {
     this.events = eventsOf(redis);
-    this.events.onReconnected.add(this.restamp);
+    this.events.onMoved.add(this.restamp);
   }
 
   /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
@@ -134,7 +151,7 @@ export class MasterWatch {
   }
 
   close(): void {
-    this.events.onReconnected.delete(this.restamp);
+    this.events.onMoved.delete(this.restamp);
     this.listeners.clear();
   }
 
@@ -150,6 +167,7 @@ export class MasterWatch {
     const previous = this.stamps.get(counter)?.runId;
     const stamp: Stamp = {
       generation: this.events.generation,
+      node: this.nodeOf(counter),
       runId: previous,
       pending: undefined,
     };
@@ -183,6 +201,11 @@ export class MasterWatch {
       },
     );
     return stamp.pending;
+  }
+
+  /** The master (`host:port`) a cluster client routes the counter's slot to now; undefined elsewhere. */
+  private nodeOf(counter: string): string | undefined {
+    return isCluster(this.redis) ? this.redis.slots[keySlot(counter)]?.[0] : undefined;
   }
 
   /** On a cluster a change concerns the locks of the counter's slot (the node that serves it); else all. */
