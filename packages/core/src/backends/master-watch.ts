@@ -1,3 +1,4 @@
+import { detached } from '../engine/detached.js';
 import stampLua from '../fence-epoch.lua';
 import { keySlot } from '../hash-tag.js';
 import type { RedisClient } from '../protocol.js';
@@ -45,8 +46,11 @@ class ClientEvents {
     });
   }
 
+  /** Outside the context of whichever call's command led to the event: the stamps outlive it. */
   private tell(): void {
-    for (const listener of this.onMoved) listener();
+    detached(() => {
+      for (const listener of this.onMoved) listener();
+    });
   }
 }
 
