@@ -580,7 +580,7 @@ class Engine implements Locker {
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
         }
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
-        if (channel === undefined && unreachable === undefined) {
+        if (unreachable === undefined && (channel === undefined || this.queues.failed(channel))) {
           const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
           // In the queue from now on, whether or not the subscription comes in time: left in `finally`.
           channel = joining.channel;

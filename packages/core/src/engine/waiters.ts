@@ -41,7 +41,10 @@ interface Queue {
   ready: Promise<void>;
   /** Whether the subscription is active: a message sent from then on reaches `notify`. */
   active: boolean;
-  /** The subscription failed: its waiters poll, and the next waiter to join subscribes anew. */
+  /**
+   * The subscription failed: its waiters poll, and the next join (a waiter's next refusal, or a
+   * new waiter) subscribes anew, taking this queue's waiters along.
+   */
   failed: boolean;
   unlisten: (() => void) | undefined;
   /**
@@ -84,6 +87,9 @@ export class WaitQueues {
    * taken without a round trip. A notice that named another owner is that owner's: the server's
    * queue already holds this waiter's place, so trying again would only be refused. Queues are
    * kept per release channel: formats that address one waiter (fair locks) get a queue per waiter.
+   * A waiter already queued joins again once its queue's subscription failed (see `failed`);
+   * `subscribed` then answers whether the new subscription is active: one that failed again must
+   * not make the caller try at once, over and over.
    */
   join(
     resource: string,
@@ -94,15 +100,16 @@ export class WaitQueues {
     const channel = this.backend.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
     const activeBefore = queue?.active === true;
+    const rejoined = queue?.failed === true && queue.waiters.has(waiter);
     if (!queue || queue.failed) {
       const created: Queue = {
-        waiters: new Set(),
+        waiters: new Set(queue?.waiters),
         ready: Promise.resolve(),
         active: false,
         failed: false,
         unlisten: undefined,
-        unclaimed: [],
-        forgottenAt: Number.NEGATIVE_INFINITY,
+        unclaimed: queue?.unclaimed ?? [],
+        forgottenAt: queue?.forgottenAt ?? Number.NEGATIVE_INFINITY,
         emptiedAt: Number.POSITIVE_INFINITY,
       };
       created.ready = this.backend
@@ -120,9 +127,15 @@ export class WaitQueues {
       this.queues.set(channel, created);
       queue = created;
     }
-    const missed = !activeBefore || this.claim(queue, waiter, sentAt);
-    queue.waiters.add(waiter);
-    return { channel, subscribed: queue.ready.then(() => missed) };
+    const joined = queue;
+    const missed = !activeBefore || this.claim(joined, waiter, sentAt);
+    joined.waiters.add(waiter);
+    return { channel, subscribed: joined.ready.then(() => (rejoined ? joined.active : missed)) };
+  }
+
+  /** Whether the subscription of the queue `join` answered `channel` for has failed: its waiters should join again. */
+  failed(channel: string): boolean {
+    return this.queues.get(channel)?.failed === true;
   }
 
   /** Removes a waiter from the queue `join` answered; its unused notification goes to the next one. */

@@ -46,7 +46,7 @@ it('a renewed hold learns of its shard’s failover from the slot refresh its re
   const locker = createLocker({ redis: cluster.client(), ttl: 3_000 });
   const held = await locker.acquire('{shard}:a');
   await failOver(cluster, 'lock:{shard}:a');
-  await waitFor('the hold to end', () => held.signal.aborted, { timeout: 10_000, interval: 50 });
+  await waitFor('the hold to end', async () => held.signal.aborted, { timeout: 10_000, interval: 50 });
   expect((held.signal.reason as LockLostError).reason).toBe('failover');
   await locker.close();
 });
