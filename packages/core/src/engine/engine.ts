@@ -774,6 +774,7 @@ class Engine implements Locker {
     if (!channels[name].hasSubscribers) return;
     channels[name].publish({
       key: hold.key,
+      hold: hold.number,
       owner: hold.owner,
       protocol: this.backend.protocol.name,
       ...details(),

@@ -24,6 +24,11 @@ export type LockEventName = keyof typeof channels;
 /** What every per-lock event names. */
 export interface LockEvent {
   readonly key: string;
+  /**
+   * The hold the event concerns, unique in the process: every handle of a re-entered hold shares
+   * it, and two lockers holding one key and owner (other prefixes, other servers) have two.
+   */
+  readonly hold: number;
   /** A secret: it releases and extends the lock. Never record it. */
   readonly owner: string;
   readonly protocol: string;

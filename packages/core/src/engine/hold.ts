@@ -5,7 +5,12 @@ import type { ReleaseReply } from '../protocol.js';
  * What this locker knows about one lock it holds as one owner: the state every handle of that
  * hold shares (re-entrant acquisitions of the same owner add handles, not holds).
  */
+/** Holds made by this process so far: each hold's `number`. */
+let made = 0;
+
 export class Hold {
+  /** Unique in the process: what events name the hold by (an owner and a key may be held twice, by two lockers). */
+  readonly number = ++made;
   /** Made on first use of `signal`: most holds are released without anyone reading it. */
   private controller: AbortController | undefined;
   /** The last operation queued by `serial`, while one runs. */

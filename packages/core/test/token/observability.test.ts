@@ -51,6 +51,33 @@ describe('events and inspection', () => {
     ]);
   });
 
+  it('names the hold in each event: one number for a re-entered hold, two for one key and owner held by two lockers', async () => {
+    const acquired: { hold: number; key: string; holds: number }[] = [];
+    const released: { hold: number }[] = [];
+    const onAcquire = (message: unknown) => acquired.push(message as (typeof acquired)[number]);
+    const onRelease = (message: unknown) => released.push(message as (typeof released)[number]);
+    subscribe('lock:acquire', onAcquire);
+    subscribe('lock:release', onRelease);
+    const billing = createLocker({ redis: server.client(), prefix: 'billing:' });
+    const shipping = createLocker({ redis: server.client(), prefix: 'shipping:' });
+    try {
+      const first = await billing.acquire('order:1', { owner: 'worker-1', ttl: 5_000 });
+      const again = await billing.acquire('order:1', { owner: 'worker-1', ttl: 5_000 });
+      const other = await shipping.acquire('order:1', { owner: 'worker-1', ttl: 5_000 });
+      for (const lock of [again, first, other]) await lock.release();
+    } finally {
+      unsubscribe('lock:acquire', onAcquire);
+      unsubscribe('lock:release', onRelease);
+      await billing.close();
+      await shipping.close();
+    }
+    const [first, again, other] = acquired;
+    expect([first!.holds, again!.holds, other!.holds]).toEqual([1, 2, 1]);
+    expect(again!.hold).toBe(first!.hold);
+    expect(other!.hold).not.toBe(first!.hold);
+    expect(released.map((message) => message.hold)).toEqual([first!.hold, first!.hold, other!.hold]);
+  });
+
   it('inspect reports holder, ttl, fence and protocol without changing anything', async () => {
     const redis = server.client();
     const locker = createLocker({ redis });
