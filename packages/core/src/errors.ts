@@ -198,9 +198,10 @@ export class InvalidKeyError extends LockError<'ERR_LOCK_INVALID_KEY'> {
   override name = 'InvalidKeyError';
   constructor(
     readonly key: unknown,
-    why: string,
+    /** Why the key is refused, without the key: for messages that must not echo it. */
+    readonly reason: string,
   ) {
-    super('ERR_LOCK_INVALID_KEY', `invalid lock key ${describe(key)}: ${why}`);
+    super('ERR_LOCK_INVALID_KEY', `invalid lock key ${describe(key)}: ${reason}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from '@lock/core';
-import type { GraphQLError } from 'graphql';
+import { type GraphQLError, specifiedDirectives } from 'graphql';
 import { isTtl, isWait } from './durations.js';
 import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
 
@@ -14,6 +14,7 @@ const KNOWN: readonly (keyof LockedDirectiveOptions)[] = [
   'signal',
 ];
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+const BUILT_IN = specifiedDirectives.map((directive) => directive.name);
 const DEFAULT_HTTP: Required<HttpStatusOptions> = { locked: 409, unavailable: 503 };
 
 /** Validates the factory options and fills in the defaults; throws `InvalidOptionError` naming the bad value. */
@@ -32,6 +33,9 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
   if (typeof locker?.acquire !== 'function') throw new InvalidOptionError('locker', locker, 'a Locker');
   if (typeof name !== 'string' || !GRAPHQL_NAME.test(name))
     throw new InvalidOptionError('name', name, 'a GraphQL name');
+  // The schema would declare its own @include (or @skip…), which breaks every query using it.
+  if (BUILT_IN.includes(name))
+    throw new InvalidOptionError('name', name, `a name other than GraphQL's own ${BUILT_IN.join(', ')}`);
   if (ttl !== undefined && !isTtl(ttl))
     throw new InvalidOptionError('ttl', ttl, 'a positive integer number of ms below 2^31');
   if (wait !== undefined && !isWait(wait))
@@ -64,14 +68,21 @@ function checkHttp(value: unknown): Required<HttpStatusOptions> | undefined {
   if (value === true) return DEFAULT_HTTP;
   if (typeof value !== 'object' || value === null)
     throw new InvalidOptionError('httpStatus', value, 'a boolean or { locked, unavailable }');
-  const statuses = { ...DEFAULT_HTTP, ...(value as HttpStatusOptions) };
-  for (const [name, status] of Object.entries(statuses)) {
+  for (const [name, status] of Object.entries(value)) {
     if (!(name in DEFAULT_HTTP))
       throw new InvalidOptionError(`httpStatus.${name}`, status, 'only locked and unavailable');
+  }
+  const statuses = { ...DEFAULT_HTTP, ...definedOnly(value) };
+  for (const [name, status] of Object.entries(statuses)) {
     if (!Number.isInteger(status) || status < 400 || status > 599)
       throw new InvalidOptionError(`httpStatus.${name}`, status, 'an HTTP error status from 400 to 599');
   }
   return statuses;
+}
+
+/** An entry set to `undefined` counts as not given, as in core's options. */
+function definedOnly(value: object): HttpStatusOptions {
+  return Object.fromEntries(Object.entries(value).filter(([, entry]) => entry !== undefined));
 }
 
 function functionOr<F>(name: string, value: F | undefined, fallback: F): F {

@@ -11,7 +11,7 @@ import {
 } from 'graphql';
 import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
-import { isTtl, isWait } from './durations.js';
+import { isTtl, isWait, MAX_MS } from './durations.js';
 import { type LockedField, lockedResolver } from './locked-resolver.js';
 import type { LockedDirectiveOptions, Settings } from './options.js';
 import { parseTemplate } from './template.js';
@@ -104,13 +104,16 @@ function lockedField(
   }
   const { key, ttl, wait } = directive;
   if (typeof key !== 'string')
-    throw new LockedDirectiveError(coordinate, `${at} needs a key template string`);
+    throw new LockedDirectiveError(coordinate, `${at}(key: ${show(key)}) must be a key template string`);
   if (ttl != null && !isTtl(ttl))
-    throw new LockedDirectiveError(coordinate, `${at}(ttl: ${ttl}) must be a positive integer number of ms`);
+    throw new LockedDirectiveError(
+      coordinate,
+      `${at}(ttl: ${show(ttl)}) must be an integer number of ms from 1 to ${MAX_MS}`,
+    );
   if (wait != null && !isWait(wait))
     throw new LockedDirectiveError(
       coordinate,
-      `${at}(wait: ${wait}) must be a non-negative integer number of ms`,
+      `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_MS}`,
     );
   return {
     coordinate,
@@ -120,6 +123,17 @@ function lockedField(
     listDepth: listDepth(config.type),
     composite: isCompositeType(getNamedType(config.type)),
   };
+}
+
+/** A code-first directive value as given: quoted when a string, so "0" does not read as 0. */
+function show(value: unknown): string {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
 }
 
 function listDepth(type: GraphQLOutputType): number {

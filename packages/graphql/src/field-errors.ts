@@ -1,4 +1,4 @@
-import type { AcquireTimeoutError, LockBusyError } from '@lock/core';
+import type { AcquireTimeoutError, InvalidKeyError, LockBusyError } from '@lock/core';
 import { GraphQLError } from 'graphql';
 import type { HttpStatusOptions } from './options.js';
 
@@ -33,7 +33,7 @@ export function acquireFailure(
       return lockedError(error as LockBusyError | AcquireTimeoutError, coordinate, http);
     case 'ERR_LOCK_INVALID_KEY':
       return fieldError(
-        `${coordinate}: ${(error as Error).message}`,
+        `${coordinate}: the lock key built from the input is refused (${(error as InvalidKeyError).reason})`,
         { code: LockedErrorCode.BAD_USER_INPUT },
         error,
       );

@@ -46,7 +46,7 @@ export function lockedResolver(
       await settings.locker.using(key, options, async (held) => {
         lock = held;
         attachLock(info, held);
-        result = { value: await settle(await resolve(source, args, context, info), field) };
+        result = { value: await settle(await resolve(source, args, context, info), field, info) };
       });
     } catch (error) {
       if (lock === undefined) {

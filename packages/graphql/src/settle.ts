@@ -1,3 +1,6 @@
+import type { GraphQLResolveInfo } from 'graphql';
+import { selectedFieldNames } from './selection.js';
+
 /** The shape of a field's result that `settle` walks. */
 export interface ResultShape {
   /** How many list levels the field's type has (0 for a non-list field). */
@@ -10,15 +13,22 @@ export interface ResultShape {
  * Waits until the work a resolver started through its result has settled, so that it runs
  * while the lock is still held: list items (`listDepth` levels deep, async iterables drained
  * into arrays) and, for object results, promise values of the object's own enumerable data
- * properties. Returns the result with each of those promises replaced by its value; a rejected
- * one stays a (handled) rejected promise, so graphql-js reports it at its own path.
+ * properties that the operation selects. Returns the result with each of those promises
+ * replaced by its value; a rejected one stays a (handled) rejected promise, so graphql-js
+ * reports it at its own path.
  */
-export async function settle(value: unknown, shape: ResultShape): Promise<unknown> {
-  return settleLevel(value, shape.listDepth, shape.composite);
+export async function settle(value: unknown, shape: ResultShape, info: GraphQLResolveInfo): Promise<unknown> {
+  if (!shape.composite) return settleLevel(value, shape.listDepth, identity);
+  const selected = selectedFieldNames(info);
+  return settleLevel(value, shape.listDepth, (object) => settleFields(object, selected));
 }
 
-async function settleLevel(value: unknown, depth: number, composite: boolean): Promise<unknown> {
-  if (depth === 0) return composite ? settleFields(value) : value;
+async function settleLevel(
+  value: unknown,
+  depth: number,
+  settleItem: (value: unknown) => unknown,
+): Promise<unknown> {
+  if (depth === 0) return settleItem(value);
   if (typeof value !== 'object' || value === null) return value;
   let items: unknown[];
   // graphql-tools' executor (Yoga) iterates an async iterable in place of a list, after the
@@ -27,7 +37,7 @@ async function settleLevel(value: unknown, depth: number, composite: boolean): P
   else if (Symbol.iterator in value) items = Array.from(value as Iterable<unknown>);
   else return value;
   const settled = await Promise.all(
-    items.map((item) => settlePosition(item, (inner) => settleLevel(inner, depth - 1, composite))),
+    items.map((item) => settlePosition(item, (inner) => settleLevel(inner, depth - 1, settleItem))),
   );
   return settled.map((position) => position.value);
 }
@@ -40,14 +50,20 @@ async function drain(iterable: AsyncIterable<unknown>): Promise<unknown[]> {
 
 /**
  * Graphql-js calls function-valued fields and the object type's own resolvers only after the
- * lock is released, so those are not waited for; neither are promises nested deeper.
+ * lock is released, so those are not waited for; neither are promises nested deeper. A property
+ * no selected field is named after is waited for only when it is a native promise: its work is
+ * running already, and must end under the lock. Another thenable there may be lazy (a query
+ * builder that runs only when `then` is called), and graphql-js would not call it.
  */
-async function settleFields(value: unknown): Promise<unknown> {
+async function settleFields(value: unknown, selected: ReadonlySet<string>): Promise<unknown> {
   if (typeof value !== 'object' || value === null || isThenable(value)) return value;
   // Descriptors, not values: reading a getter could start work of its own.
   const descriptors = Object.getOwnPropertyDescriptors(value);
   const pending = Object.entries(descriptors).filter(
-    ([, descriptor]) => descriptor.enumerable && isThenable(descriptor.value),
+    ([name, descriptor]) =>
+      descriptor.enumerable &&
+      isThenable(descriptor.value) &&
+      (selected.has(name) || descriptor.value instanceof Promise),
   );
   if (pending.length === 0) return value;
   const settled = new Map<string, unknown>();
@@ -64,17 +80,36 @@ async function settleFields(value: unknown): Promise<unknown> {
     for (const [name, result] of settled) descriptors[name] = { ...descriptors[name], value: result };
     return Object.create(prototype, descriptors);
   }
+  return settledView(value, prototype, settled);
+}
+
+/**
+ * The instance as child resolvers should see it: its own properties (for `Object.keys`, spread,
+ * `JSON.stringify`, `Object.hasOwn`) and its prototype (for `instanceof`), with the settled
+ * values in place of the promises.
+ */
+function settledView(instance: object, prototype: object, settled: ReadonlyMap<string, unknown>): object {
+  const substitute = (name: string | symbol) => typeof name === 'string' && settled.has(name);
   // Over an empty object of the same prototype, not over the instance: a proxy must report a
   // frozen instance's own properties as they are, promises included.
   return new Proxy(Object.create(prototype) as object, {
     get(_, name) {
-      if (typeof name === 'string' && settled.has(name)) return settled.get(name);
+      if (substitute(name)) return settled.get(name as string);
       // The instance as `this`, for getters and methods alike (graphql-js calls a method field
       // on the object it was given): private fields are found on it, not on the proxy.
-      const found: unknown = Reflect.get(value, name);
-      return typeof found === 'function' ? found.bind(value) : found;
+      const found: unknown = Reflect.get(instance, name);
+      return typeof found === 'function' ? found.bind(instance) : found;
     },
-    has: (_, name) => Reflect.has(value, name),
+    has: (_, name) => Reflect.has(instance, name),
+    ownKeys: () => Reflect.ownKeys(instance),
+    getOwnPropertyDescriptor(_, name) {
+      const descriptor = Reflect.getOwnPropertyDescriptor(instance, name);
+      if (descriptor === undefined) return undefined;
+      // Always configurable: a proxy may report a property non-configurable only when its target
+      // has it so, and the empty target has none (a TypeError otherwise, for a frozen instance).
+      const own = { ...descriptor, configurable: true };
+      return substitute(name) ? { ...own, value: settled.get(name as string) } : own;
+    },
   });
 }
 

@@ -74,14 +74,52 @@ export function parseTemplate(
   literal += template.slice(from);
   if (literal) parts.push(literal);
   if (parts.length === 0) throw refuse('is empty');
+  const escapeValue = escaperFor(parts, refuse);
   return {
     build(args, context, info) {
       let key = '';
       for (const part of parts)
-        key += typeof part === 'string' ? part : segmentValue(part, args, context, info);
+        key += typeof part === 'string' ? part : escapeValue(segmentValue(part, args, context, info));
       return key;
     },
   };
+}
+
+/**
+ * Values are escaped so that different values never build the same key: a backslash goes in
+ * front of `\`, `:`, `{`, `}` and of the first character of each literal between two segments.
+ * Read from the left, a value then ends at the first unescaped occurrence of the character that
+ * follows it, so `cart/{args.user}/{args.sku}` splits back one way only. Nothing more is escaped:
+ * keys of `:`-separated templates stay as they were.
+ */
+function escaperFor(parts: readonly Part[], refuse: (why: string) => Error): (value: string) => string {
+  const special = new Set(['\\', ':', '{', '}', ...separators(parts, refuse)]);
+  return (value) => {
+    let escaped = '';
+    for (const char of value) escaped += special.has(char) ? `\\${char}` : char;
+    return escaped;
+  };
+}
+
+/** The first character of each literal between two segments; refuses what no escaping can split. */
+function separators(parts: readonly Part[], refuse: (why: string) => Error): string[] {
+  const found: string[] = [];
+  parts.forEach((part, i) => {
+    const next = parts[i + 1];
+    if (typeof part === 'string' || next === undefined) return;
+    if (typeof next !== 'string')
+      throw refuse(
+        `has {${part.text}}{${next.text}} side by side: put a separator between them, or their values could not be told apart`,
+      );
+    if (parts[i + 2] === undefined) return;
+    // In the value before it, a backslash starts an escape: as a separator it would be ambiguous.
+    if (next.startsWith('\\'))
+      throw refuse(
+        `has a backslash right after {${part.text}}: its values could not be told apart, start the separator with another character`,
+      );
+    found.push(String.fromCodePoint(next.codePointAt(0) as number));
+  });
+  return found;
 }
 
 function parseSegment(
@@ -97,7 +135,8 @@ function parseSegment(
   if (source === 'context') return { text, read: (_args, context) => walk(context, path) };
   if (source === 'keys') {
     const [name] = path as [string];
-    const fn = keys[name];
+    // Own properties only: `{keys.toString}` must not find Object.prototype's.
+    const fn = Object.hasOwn(keys, name) ? keys[name] : undefined;
     if (path.length !== 1 || fn === undefined) {
       const known = Object.keys(keys);
       throw refuse(
@@ -166,19 +205,10 @@ function segmentValue(
     typeof value === 'bigint' ||
     typeof value === 'boolean'
   )
-    return escapeSegment(String(value));
+    return String(value);
   throw badInput(
     `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
   );
-}
-
-/**
- * Without it `cart:{args.user}:{args.sku}` would give ("alice:b", "c") and ("alice", "b:c") the
- * same key: an escaped value holds no bare `:`, `{` or `}`, so the literal text around it
- * cannot be confused with it.
- */
-function escapeSegment(value: string): string {
-  return value.replace(/[\\:{}]/g, '\\$&');
 }
 
 function isObject(value: unknown): boolean {

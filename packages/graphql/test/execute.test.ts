@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import { createLocker, type Locker, runInChain } from '@lock/core';
+import { createLocker, InvalidKeyError, type Locker, runInChain } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import {
   type ExecutionResult,
@@ -164,6 +164,74 @@ describe('keys', () => {
     expect(await first).toEqual({ data: { reserve: 'cart:alice\\:b:c' } });
     const other = await run(schema, '{ reserve(user: "a\\\\{x}", sku: "1") }');
     expect(other).toEqual({ data: { reserve: 'cart:a\\\\\\{x\\}:1' } });
+  });
+
+  it('escapes the separators of any template, so different argument pairs never share a key', async () => {
+    const inside = gate();
+    const finish = gate();
+    const schema = build(
+      `type Query {
+         reserve(user: String!, sku: String!): String @locked(key: "cart/{args.user}/{args.sku}", wait: 0)
+         pair(x: String!, y: String!): String @locked(key: "a-{args.x}-{args.y}.{args.x}")
+       }`,
+      {
+        Query: {
+          reserve: async (_: unknown, { user }: { user: string }, __: unknown, info: never) => {
+            if (user === 'alice/b') {
+              inside.open();
+              await finish.promise;
+            }
+            return lockOf(info).key;
+          },
+          pair: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).key,
+        },
+      },
+    );
+    const first = run(schema, '{ reserve(user: "alice/b", sku: "c") }');
+    await inside.promise;
+    const second = await run(schema, '{ reserve(user: "alice", sku: "b/c") }');
+    finish.open();
+
+    expect(second).toEqual({ data: { reserve: String.raw`cart/alice/b\/c` } });
+    expect(await first).toEqual({ data: { reserve: String.raw`cart/alice\/b/c` } });
+    const pairs = await run(schema, '{ p: pair(x: "p-q", y: "r") q: pair(x: "p", y: "q-r") }');
+    expect(pairs).toEqual({ data: { p: String.raw`a-p\-q-r.p\-q`, q: String.raw`a-p-q\-r.p` } });
+  });
+
+  it('keeps the keys of ":"-separated templates as they were: only \\ : { } are escaped there', async () => {
+    const schema = build(
+      'type Query { reserve(user: String!, sku: String!): String @locked(key: "shop/eu-1.cart:{args.user}:{args.sku}") }',
+      { Query: { reserve: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).key } },
+    );
+    const result = await run(schema, String.raw`{ reserve(user: "a/b-c.d", sku: "x{y}\\z:") }`);
+
+    expect(result).toEqual({ data: { reserve: String.raw`shop/eu-1.cart:a/b-c.d:x\{y\}\\z\:` } });
+  });
+
+  it('answers BAD_USER_INPUT for a key core refuses without echoing the key, which holds what the client never sent', async () => {
+    const schema = build(
+      `type Query {
+         long(x: String!): Int @locked(key: "{context.apiKey}:{args.x}")
+         empty(x: String!): Int @locked(key: "{args.x}")
+       }`,
+      { Query: { long: () => 1, empty: () => 2 } },
+    );
+    const result = await run(schema, `{ long(x: "${'y'.repeat(5000)}") empty(x: "") }`, {
+      apiKey: 'sk_live_server_secret',
+    });
+
+    expect(result.data).toEqual({ long: null, empty: null });
+    const byField = new Map(result.errors!.map((error) => [error.path![0], error]));
+    expect([byField.get('long')?.message, byField.get('empty')?.message]).toEqual([
+      'Query.long: the lock key built from the input is refused (longer than 4096 bytes)',
+      'Query.empty: the lock key built from the input is refused (a lock key must not be empty)',
+    ]);
+    expect(codes(result)).toEqual([
+      [['long'], 'BAD_USER_INPUT'],
+      [['empty'], 'BAD_USER_INPUT'],
+    ]);
+    expect(byField.get('long')?.originalError?.cause).toBeInstanceOf(InvalidKeyError);
+    expect(JSON.stringify(result)).not.toContain('sk_live');
   });
 
   it('keys a custom scalar parsed to an object, and an enum with object values, by their serialized form', async () => {
@@ -358,6 +426,118 @@ describe('the lock around the resolver', () => {
 
     expect(result).toEqual({ data: { pay: { id: '7', paid: true, label: 'paid', total: 10 } } });
     expect(settledInside).toBe(true);
+  });
+
+  it('shows child resolvers the own properties of a class instance whose promise fields it settled', async () => {
+    class Order {
+      readonly id = '7';
+      readonly total = Promise.resolve(10);
+    }
+    const schema = build(
+      `type Order {
+         id: ID! total: Int! keys: String! json: String! spread: Int! hasOwn: Boolean! isOrder: Boolean!
+       }
+       type Query { x: Int }
+       type Mutation { pay: Order @locked(key: "order:7") }`,
+      {
+        Mutation: { pay: () => Object.freeze(new Order()) },
+        Order: {
+          keys: (order: Order) => Object.keys(order).join(','),
+          json: (order: Order) => JSON.stringify(order),
+          spread: (order: Order) => ({ ...order }).total,
+          hasOwn: (order: Order) => Object.hasOwn(order, 'total'),
+          isOrder: (order: Order) => order instanceof Order,
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay { id total keys json spread hasOwn isOrder } }');
+
+    expect(result).toEqual({
+      data: {
+        pay: {
+          id: '7',
+          total: 10,
+          keys: 'id,total',
+          json: '{"id":"7","total":10}',
+          spread: 10,
+          hasOwn: true,
+          isOrder: true,
+        },
+      },
+    });
+  });
+
+  it('settles only the promise fields the operation selects (through aliases and fragments), so lazy queries of the others never run', async () => {
+    const ran: [string, boolean][] = [];
+    const schema = build(
+      `type Order { id: ID! items: [Int!] audit: String notes: String history: [String!] }
+       type Query { x: Int }
+       type Mutation { pay: Order @locked(key: "order:1") }`,
+      {
+        Mutation: {
+          pay: (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) => {
+            const query = <T>(name: string, value: T) =>
+              watched(Promise.resolve(value), () => ran.push([name, !lockOf(info).released]));
+            return {
+              id: '1',
+              items: query('items', [1, 2]),
+              audit: query('audit', 'ok'),
+              notes: query('notes', 'n'),
+              history: query('history', ['h']),
+            };
+          },
+        },
+      },
+    );
+    const result = await run(
+      schema,
+      'mutation { pay { id ... on Order { lines: items ...Audit } } } fragment Audit on Order { audit }',
+    );
+
+    expect(result).toEqual({ data: { pay: { id: '1', lines: [1, 2], audit: 'ok' } } });
+    expect(ran.sort()).toEqual([
+      ['audit', true],
+      ['items', true],
+    ]);
+  });
+
+  it('waits under the lock for a native promise property the operation does not select: its work is running already', async () => {
+    let finishedUnderLock: boolean | undefined;
+    const schema = build(
+      `type Order { id: ID! audit: String }
+       type Query { x: Int }
+       type Mutation { pay: Order @locked(key: "order:1") }`,
+      {
+        Mutation: {
+          pay: (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) => {
+            const audit = async () => {
+              await new Promise((resolve) => setTimeout(resolve, 20));
+              finishedUnderLock = !lockOf(info).released;
+              return 'written';
+            };
+            return { id: '1', audit: audit() };
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay { id } }');
+
+    expect(result).toEqual({ data: { pay: { id: '1' } } });
+    expect(finishedUnderLock).toBe(true);
+  });
+
+  it('takes the default HTTP status for an httpStatus entry set to undefined', async () => {
+    const schema = build(
+      'type Query { order: Int @locked(key: "order:1", wait: 0) }',
+      { Query: { order: () => 1 } },
+      { httpStatus: { locked: undefined, unavailable: 502 } },
+    );
+    const holder = await locker.acquire('order:1');
+    const result = await run(schema, '{ order }');
+    await holder.release();
+
+    expect(codes(result)).toEqual([[['order'], 'LOCKED']]);
+    expect(result.errors![0]!.extensions.http).toMatchObject({ status: 409 });
   });
 
   it('settles promise fields of the objects in a list under the lock, reporting a rejected one at its path', async () => {

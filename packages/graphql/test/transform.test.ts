@@ -81,7 +81,22 @@ describe('templates are checked when the schema is transformed', () => {
     [
       'a negative ttl',
       'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: -1) } type Query { x: Int }',
-      'Mutation.payOrder: @locked(ttl: -1) must be a positive integer number of ms',
+      'Mutation.payOrder: @locked(ttl: -1) must be an integer number of ms from 1 to 2147483647',
+    ],
+    [
+      'a key function named after a member of Object.prototype',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "cart:{keys.toString}") } type Query { x: Int }',
+      'Mutation.payOrder: @locked(key: "cart:{keys.toString}") names {keys.toString}, but the keys option has no function "toString" (it has: none)',
+    ],
+    [
+      'two segments side by side',
+      'type Mutation { pay(a: ID!, b: ID!): Int @locked(key: "pair:{args.a}{args.b}") } type Query { x: Int }',
+      'Mutation.pay: @locked(key: "pair:{args.a}{args.b}") has {args.a}{args.b} side by side: put a separator between them, or their values could not be told apart',
+    ],
+    [
+      'a backslash between two segments',
+      String.raw`type Mutation { pay(a: ID!, b: ID!): Int @locked(key: "pair:{args.a}\\{args.b}") } type Query { x: Int }`,
+      String.raw`Mutation.pay: @locked(key: "pair:{args.a}\\{args.b}") has a backslash right after {args.a}: its values could not be told apart, start the separator with another character`,
     ],
   ])('refuses %s, naming the field and the argument', (_, sdl, message) => {
     expect(transform(sdl)).toThrowError(LockedDirectiveError);
@@ -127,14 +142,49 @@ describe('fields the directive refuses', () => {
       lockedDirectiveTransformer(schemaWith({ locked: { key: 'o:{args.id}', timeout: 5 } })),
     ).toThrow('Query.order: @locked has no argument "timeout" (it has: key, ttl, wait)');
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 5 } }))).toThrow(
-      'Query.order: @locked needs a key template string',
+      'Query.order: @locked(key: 5) must be a key template string',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', wait: 1.5 } }))).toThrow(
-      'Query.order: @locked(wait: 1.5) must be a non-negative integer number of ms',
+      'Query.order: @locked(wait: 1.5) must be an integer number of ms from 0 to 2147483647',
+    );
+    expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', ttl: 2 ** 31 } }))).toThrow(
+      'Query.order: @locked(ttl: 2147483648) must be an integer number of ms from 1 to 2147483647',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: [{ key: 'a' }, { key: 'b' }] }))).toThrow(
       'Query.order: has @locked 2 times',
     );
+  });
+});
+
+describe('directive values are printed as given', () => {
+  const schemaWith = (locked: Record<string, unknown>) =>
+    new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        fields: { order: { type: GraphQLInt, extensions: { directives: { locked } } } },
+      }),
+    });
+
+  it.each([
+    [
+      'a string ttl',
+      { key: 'o', ttl: '0' },
+      'Query.order: @locked(ttl: "0") must be an integer number of ms from 1 to 2147483647',
+    ],
+    [
+      'a list wait',
+      { key: 'o', wait: [5000] },
+      'Query.order: @locked(wait: [5000]) must be an integer number of ms from 0 to 2147483647',
+    ],
+    [
+      'a NaN ttl',
+      { key: 'o', ttl: Number.NaN },
+      'Query.order: @locked(ttl: NaN) must be an integer number of ms from 1 to 2147483647',
+    ],
+    ['a list key', { key: ['o'] }, 'Query.order: @locked(key: ["o"]) must be a key template string'],
+  ])('refuses %s, naming its value', (_, directive, message) => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker });
+    expect(() => lockedDirectiveTransformer(schemaWith(directive))).toThrow(message);
   });
 });
 
@@ -150,12 +200,27 @@ describe('factory options', () => {
       'invalid option "httpStatus.locked": 200 (expected an HTTP error status from 400 to 599)',
     ],
     [{ onLocked: 'null' }, 'invalid option "onLocked": "null" (expected a function)'],
+    [
+      { httpStatus: { lockd: undefined } },
+      'invalid option "httpStatus.lockd": undefined (expected only locked and unavailable)',
+    ],
     [{ timeout: 5 }, 'invalid option "timeout": 5'],
   ])('refuses %j', (options, message) => {
     const create = () => lockedDirective({ locker, ...options } as never);
     expect(create).toThrowError(InvalidOptionError);
     expect(create).toThrow(message);
   });
+
+  it.each(['include', 'skip', 'deprecated', 'specifiedBy', 'oneOf'])(
+    'refuses the name of the built-in directive @%s',
+    (name) => {
+      const create = () => lockedDirective({ locker, name });
+      expect(create).toThrowError(InvalidOptionError);
+      expect(create).toThrow(
+        `invalid option "name": "${name}" (expected a name other than GraphQL's own include, skip, deprecated, specifiedBy, oneOf)`,
+      );
+    },
+  );
 
   it('names the directive as told', () => {
     const { lockedDirectiveTypeDefs } = lockedDirective({ locker, name: 'serial' });
