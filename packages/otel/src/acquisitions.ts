@@ -40,7 +40,12 @@ export interface Acquisition {
   readonly startedAt: number;
 }
 
-/** Outcomes that mean the call failed at its job, as opposed to answering "busy" or being called off. */
+/**
+ * Outcomes that mean the call failed at its job, as opposed to answering "busy" or being called
+ * off. Only these set `error.type`, with the ERROR status, as the semantic conventions pair them:
+ * so a busy `tryAcquire()` (null) and a busy `acquire({ wait: 0 })` (a thrown `LockBusyError`)
+ * record the same answer.
+ */
 const FAILED: ReadonlySet<AcquireOutcome> = new Set(['timeout', 'unavailable', 'error']);
 
 /** The `lock.acquire` spans, the wait histogram and the waiting and timeout counts. */
@@ -101,12 +106,14 @@ export class Acquisitions {
     const { span, metricAttributes } = acquisition;
     const { metrics } = this.telemetry;
     const waited = performance.now() - acquisition.startedAt;
-    const failed = 'error' in call;
-    const outcome: AcquireOutcome = failed ? failureOutcome(call.error) : call.result ? 'acquired' : 'busy';
+    const outcome: AcquireOutcome =
+      'error' in call ? failureOutcome(call.error) : call.result ? 'acquired' : 'busy';
     span.setAttributes({ [ATTR_LOCK_OUTCOME]: outcome, [ATTR_LOCK_WAIT_MS]: waited });
     if (call.attempts !== undefined) span.setAttribute(ATTR_LOCK_ATTEMPTS, call.attempts);
-    if (failed) span.setAttribute(ATTR_ERROR_TYPE, errorType(call.error));
-    if (FAILED.has(outcome)) span.setStatus({ code: SpanStatusCode.ERROR });
+    if (FAILED.has(outcome)) {
+      span.setAttribute(ATTR_ERROR_TYPE, errorType(call.error));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
     span.end();
     metrics.waiting.add(-1, metricAttributes);
     metrics.waitDuration.record(waited / 1000, { ...metricAttributes, [ATTR_LOCK_OUTCOME]: outcome });

@@ -33,5 +33,9 @@ export const ATTR_LOCK_LOST_REASON = 'lock.lost.reason';
 export const ATTR_LOCK_RENEWALS = 'lock.renewals';
 /** Explicit `lock.extend()` calls during a hold. */
 export const ATTR_LOCK_EXTENSIONS = 'lock.extensions';
-/** The general OpenTelemetry attribute for a failure's kind: here the error's stable `code`. */
+/**
+ * The general OpenTelemetry attribute for a failure's kind: here the error's stable `code`. Set
+ * exactly when a span's status is ERROR (never for `busy` or `aborted`, which are answers), and
+ * on the renewal batches that failed.
+ */
 export const ATTR_ERROR_TYPE = 'error.type';

@@ -17,6 +17,16 @@ import type { Telemetry } from './telemetry.js';
 export type HoldOutcome = 'released' | 'not-owner' | 'lost';
 
 /**
+ * The `error.type` of a hold that did not end in its release, set with the ERROR status: the code
+ * of core's error for the case. `release()` answers `'not-owner'` instead of throwing, but
+ * `NotOwnerError` is core's error for an owner that no longer holds the lock.
+ */
+const HOLD_ERRORS: Readonly<Record<Exclude<HoldOutcome, 'released'>, string>> = {
+  'not-owner': 'ERR_LOCK_NOT_OWNER',
+  lost: 'ERR_LOCK_LOST',
+};
+
+/**
  * One lock this process holds, with every re-entrant handle of its owner. Handles are not
  * counted here: instrumentation may start (or be re-enabled) while a lock is already held, so
  * only core knows how many handles remain, and says so in each release's `result`.
@@ -91,7 +101,7 @@ export class Holds {
     const id = holdId(event);
     const hold = this.holds.get(id);
     if (!hold) return;
-    hold.span.setAttributes({ [ATTR_LOCK_LOST_REASON]: event.reason, [ATTR_ERROR_TYPE]: 'ERR_LOCK_LOST' });
+    hold.span.setAttribute(ATTR_LOCK_LOST_REASON, event.reason);
     this.telemetry.metrics.losses.add(1, { ...hold.metricAttributes, [ATTR_LOCK_LOST_REASON]: event.reason });
     this.end(id, hold, 'lost');
   }
@@ -113,7 +123,10 @@ export class Holds {
       [ATTR_LOCK_RENEWALS]: hold.renewals,
       [ATTR_LOCK_EXTENSIONS]: hold.extensions,
     });
-    if (outcome !== 'released') span.setStatus({ code: SpanStatusCode.ERROR });
+    if (outcome !== 'released') {
+      span.setAttribute(ATTR_ERROR_TYPE, HOLD_ERRORS[outcome]);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
     span.end();
     const { metrics } = this.telemetry;
     metrics.held.add(-1, metricAttributes);

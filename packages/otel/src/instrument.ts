@@ -4,12 +4,14 @@ import type { RenewEvent } from '@lock/core';
 import { acquireTracing, lockEvents } from '@lock/core';
 import { type Context, context, diag } from '@opentelemetry/api';
 import { type AcquireCall, type Acquisition, Acquisitions } from './acquisitions.js';
-import { ATTR_LOCK_PROTOCOL } from './attributes.js';
+import { ATTR_ERROR_TYPE, ATTR_LOCK_PROTOCOL } from './attributes.js';
 import { type ActiveContext, bindContext } from './context-binding.js';
 import { contextStorage } from './context-storage.js';
 import type { AcquireEvent, ExtendEvent, LostEvent, ReleaseEvent } from './events.js';
 import { Holds } from './holds.js';
+import { joinMeterProvider } from './meter-providers.js';
 import { checkOptions, type InstrumentLocksOptions } from './options.js';
+import { OTHER_ERROR } from './outcome.js';
 import { createTelemetry } from './telemetry.js';
 
 /** What `instrumentLocks` returns. */
@@ -29,10 +31,13 @@ export interface LockInstrumentation {
  * Records every lock of every `@lock/*` locker in this process as OpenTelemetry spans and
  * metrics, from the diagnostics channels core publishes on (which cost nothing until this
  * subscribes). Call it once, after the OpenTelemetry SDK has started. Instrumentations called
- * more than once each record every lock, and each `disable()` stops only its own.
+ * more than once each record every lock, and each `disable()` stops only its own: two on one
+ * meter provider (the global one, when given none) count every lock twice in every metric, which
+ * the second reports with a diag warning.
  */
 export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstrumentation {
   const telemetry = createTelemetry(checkOptions(options));
+  const leaveMeterProvider = joinMeterProvider(telemetry.meterProvider, telemetry.meter);
   const acquisitions = new Acquisitions(telemetry);
   const holds = new Holds(telemetry);
   // The acquisition a `lock:acquire` event belongs to: the call it is published in.
@@ -68,7 +73,12 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
     [
       lockEvents.renew,
       listener('record a renewal batch', (event: RenewEvent) =>
-        telemetry.metrics.renewalBatchSize.record(event.size, { [ATTR_LOCK_PROTOCOL]: event.protocol }),
+        telemetry.metrics.renewalBatchSize.record(event.size, {
+          [ATTR_LOCK_PROTOCOL]: event.protocol,
+          // A failed round renewed none or only part of its batch: kept apart from the rounds that
+          // renewed it all. Core says only that it failed, hence the conventions' fallback type.
+          ...(event.failed && { [ATTR_ERROR_TYPE]: OTHER_ERROR }),
+        }),
       ),
     ],
   ];
@@ -85,6 +95,7 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
       for (const store of stores) store.unbind();
       acquisitions.close();
       holds.close();
+      leaveMeterProvider();
     },
   };
 }

@@ -17,7 +17,10 @@ export const METRIC_LOCK_TIMEOUTS = 'lock.timeouts';
 export const METRIC_LOCK_LOSSES = 'lock.losses';
 /** Counter, `{renewal}`: leases renewed by the watchdog, by `lock.protocol`. */
 export const METRIC_LOCK_RENEWALS = 'lock.renewals';
-/** Histogram, `{lock}`: locks per watchdog renewal batch (one round trip each), by `lock.protocol`. */
+/**
+ * Histogram, `{lock}`: locks per watchdog renewal batch (one round trip each), by `lock.protocol`;
+ * a round that failed for some or all of its locks also has `error.type` `_OTHER`.
+ */
 export const METRIC_LOCK_RENEWAL_BATCH_SIZE = 'lock.renewal.batch.size';
 /** UpDownCounter, `{lock}`: locks this process holds now (re-entries count once), by `lock.protocol`. */
 export const METRIC_LOCK_HELD = 'lock.held';

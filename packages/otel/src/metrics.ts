@@ -51,7 +51,7 @@ export function createLockMetrics(meter: Meter): LockMetrics {
     renewals: count(METRIC_LOCK_RENEWALS, '{renewal}', 'Leases renewed by the watchdog.'),
     renewalBatchSize: meter.createHistogram(METRIC_LOCK_RENEWAL_BATCH_SIZE, {
       unit: '{lock}',
-      description: 'Locks renewed together in one watchdog round trip.',
+      description: 'Locks renewed together in one watchdog round trip; error.type on a round that failed.',
       valueType: ValueType.INT,
     }),
     held: current(METRIC_LOCK_HELD, '{lock}', 'Locks this process holds now.'),

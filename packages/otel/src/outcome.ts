@@ -18,13 +18,16 @@ export function failureOutcome(error: unknown): AcquireOutcome {
   return FAILURES[errorType(error)] ?? 'error';
 }
 
+/** The `error.type` the semantic conventions give a failure of no known kind. */
+export const OTHER_ERROR = '_OTHER';
+
 /**
  * `error.type`: the error's `code` when it has one, else its name. Never its message: core's
  * messages name the raw key, which `keyPattern` may be redacting.
  */
 export function errorType(error: unknown): string {
-  if (typeof error !== 'object' || error === null) return '_OTHER';
+  if (typeof error !== 'object' || error === null) return OTHER_ERROR;
   const { code, name } = error as { code?: unknown; name?: unknown };
   if (typeof code === 'string' && code.length > 0) return code;
-  return typeof name === 'string' && name.length > 0 ? name : '_OTHER';
+  return typeof name === 'string' && name.length > 0 ? name : OTHER_ERROR;
 }

@@ -1,4 +1,12 @@
-import { type Attributes, diag, metrics, type Tracer, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  diag,
+  type Meter,
+  type MeterProvider,
+  metrics,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
 import { ATTR_LOCK_KEY, ATTR_LOCK_PROTOCOL } from './attributes.js';
 import { keyPattern } from './key-pattern.js';
 import { createLockMetrics, type LockMetrics } from './metrics.js';
@@ -9,6 +17,8 @@ const SCOPE = '@lock/otel';
 /** What the recorders of one `instrumentLocks()` call share. */
 export interface Telemetry {
   readonly tracer: Tracer;
+  readonly meterProvider: MeterProvider;
+  readonly meter: Meter;
   readonly metrics: LockMetrics;
   /** The `lock.key` of a key; `*` if the user's `keyPattern` fails, never the raw key. */
   pattern(key: string): string;
@@ -19,9 +29,13 @@ export interface Telemetry {
 export function createTelemetry(options: InstrumentLocksOptions): Telemetry {
   const render = options.keyPattern ?? keyPattern;
   const keyOnMetrics = options.keyOnMetrics ?? false;
+  const meterProvider = options.meterProvider ?? metrics.getMeterProvider();
+  const meter = meterProvider.getMeter(SCOPE);
   return {
     tracer: (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE),
-    metrics: createLockMetrics((options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE)),
+    meterProvider,
+    meter,
+    metrics: createLockMetrics(meter),
     pattern(key) {
       try {
         const rendered = render(key);

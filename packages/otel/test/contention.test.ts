@@ -7,6 +7,7 @@ import {
   type Locker,
 } from '@lock/core';
 import {
+  ATTR_ERROR_TYPE,
   ATTR_LOCK_ATTEMPTS,
   ATTR_LOCK_FENCE,
   ATTR_LOCK_HOLD_OUTCOME,
@@ -25,6 +26,7 @@ import {
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
 import { type RedisServer, startRedis } from '@lock/testing';
+import { SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -155,6 +157,33 @@ describe('ten waiters contend for one lock', () => {
       aborted: 'aborted',
     });
     expect(spans.filter((span) => span.name.startsWith('lock.acquire'))).toHaveLength(13);
+  });
+
+  it('sets error.type exactly on the calls that failed, with an error status: busy and aborted are answers', () => {
+    const recordedOf = (span: ReadableSpan) => [
+      span.attributes[ATTR_LOCK_OUTCOME],
+      span.attributes[ATTR_ERROR_TYPE],
+      span.status.code,
+    ];
+    const answered = (outcome: string) => [outcome, undefined, SpanStatusCode.UNSET];
+    expect(
+      Object.fromEntries([...calls.keys()].map((caller) => [caller, recordedOf(acquireSpanOf(caller))])),
+    ).toEqual({
+      holder: answered('acquired'),
+      // tryAcquire answers null, acquire({ wait: 0 }) throws LockBusyError: the same answer.
+      try: answered('busy'),
+      'no-wait': answered('busy'),
+      ...Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`patient-${i}`, answered('acquired')])),
+      ...Object.fromEntries(
+        Array.from({ length: 3 }, (_, i) => [
+          `hasty-${i}`,
+          ['timeout', 'ERR_LOCK_ACQUIRE_TIMEOUT', SpanStatusCode.ERROR],
+        ]),
+      ),
+      aborted: answered('aborted'),
+    });
+    const held = spans.filter((span) => span.name.startsWith('lock.held'));
+    expect(held.map(recordedOf)).toEqual(held.map(() => [undefined, undefined, SpanStatusCode.UNSET]));
   });
 
   it('names spans by key pattern and records protocol, fence, attempts and re-entry', () => {

@@ -1,6 +1,7 @@
 import { acquireTracing, createLocker, InvalidOptionError, type Locker, lockEvents } from '@lock/core';
 import {
   ATTR_ERROR_TYPE,
+  ATTR_LOCK_FENCE,
   ATTR_LOCK_HOLD_OUTCOME,
   ATTR_LOCK_KEY,
   ATTR_LOCK_OUTCOME,
@@ -9,11 +10,12 @@ import {
   instrumentLocks,
   METRIC_LOCK_ACQUISITIONS,
   METRIC_LOCK_HELD,
+  METRIC_LOCK_HOLD_DURATION,
   METRIC_LOCK_WAIT_DURATION,
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
 import { type RedisServer, startRedis } from '@lock/testing';
-import { context, diag, SpanStatusCode } from '@opentelemetry/api';
+import { context, diag, metrics as globalMetrics, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
 import {
   BasicTracerProvider,
@@ -30,6 +32,7 @@ import {
   parentOf,
   pointsOf,
   Redis,
+  recorded,
   spanExporter,
   total,
   tracer,
@@ -98,6 +101,45 @@ describe('instrumentLocks', () => {
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(1);
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
     expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+
+  it('keeps apart the holds of two lockers on one key with one owner, each re-entered or not', async () => {
+    const billing = createLocker({ redis, prefix: 'billing:' });
+    const shipping = createLocker({ redis, prefix: 'shipping:' });
+    // Fences count per lock: shipping's goes ahead, so a held span's fence says whose hold it is.
+    await shipping.acquire('order:1').then((lock) => lock.release());
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    const heldSpans = () => lockSpans().filter((span) => span.name.startsWith('lock.held'));
+    try {
+      const first = await billing.acquire('order:1', { owner: 'job-7' });
+      const again = await billing.acquire('order:1', { owner: 'job-7' });
+      const other = await shipping.acquire('order:1', { owner: 'job-7' });
+      expect([first.holds, again.holds, other.holds]).toEqual([1, 2, 1]);
+      expect([first.fence, other.fence]).toEqual([1, 2]);
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(2);
+
+      expect(await first.release()).toBe('held');
+      expect(await other.release()).toBe('released');
+      // Shipping's hold ended; billing's, re-entered, is still held through its other handle.
+      expect(heldSpans().map((span) => span.attributes[ATTR_LOCK_FENCE])).toEqual([other.fence]);
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(1);
+
+      expect(await again.release()).toBe('released');
+      expect(heldSpans().map((span) => span.attributes[ATTR_LOCK_FENCE])).toEqual([other.fence, first.fence]);
+      expect(heldSpans().map((span) => span.attributes[ATTR_LOCK_HOLD_OUTCOME])).toEqual([
+        'released',
+        'released',
+      ]);
+      const all = await metrics.collect();
+      expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+      expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'released' })).toBe(2);
+      expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(2);
+      expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
+    } finally {
+      instrumentation.disable();
+      await billing.close();
+      await shipping.close();
+    }
   });
 
   it('leaves lock.wait_limit_ms out for an unbounded wait, and records a bounded one as given', async () => {
@@ -230,6 +272,50 @@ describe('instrumentLocks', () => {
       second.disable();
       third?.disable();
       await Promise.all([a, b, c].map(({ provider }) => provider.shutdown()));
+    }
+  });
+
+  it('warns when a second instrumentation records to the same meter provider, whose metrics then count every lock twice', async () => {
+    const warnings: string[] = [];
+    diag.setLogger({ ...silent, warn: (message: string) => warnings.push(message) });
+    const other = meters();
+    const enabled: ReturnType<typeof instrumentLocks>[] = [];
+    const enable = (options?: Parameters<typeof instrumentLocks>[0]) => {
+      const instrumentation = instrumentLocks(options);
+      enabled.push(instrumentation);
+      return instrumentation;
+    };
+    const sharing = () => warnings.filter((message) => message.includes('meter provider'));
+    try {
+      // The API's no-op meter provider, before any is registered, counts nothing twice.
+      enable();
+      enable();
+      expect(sharing()).toEqual([]);
+
+      const first = enable({ meterProvider: metrics.meterProvider });
+      enable({ meterProvider: other.meterProvider });
+      expect(sharing()).toEqual([]);
+      const second = enable({ meterProvider: metrics.meterProvider });
+      expect(sharing()).toHaveLength(1);
+      await locker.acquire('order:1').then((lock) => lock.release());
+      expect(total(await metrics.collect(), METRIC_LOCK_ACQUISITIONS)).toBe(2);
+      expect(total(await other.collect(), METRIC_LOCK_ACQUISITIONS)).toBe(1);
+
+      // Once both are disabled, the provider is free again.
+      first.disable();
+      second.disable();
+      enable({ meterProvider: metrics.meterProvider });
+      expect(sharing()).toHaveLength(1);
+
+      // The global meter provider, which instrumentations given none share.
+      globalMetrics.setGlobalMeterProvider(other.meterProvider);
+      enable();
+      expect(sharing()).toHaveLength(2);
+    } finally {
+      for (const instrumentation of enabled) instrumentation.disable();
+      globalMetrics.disable();
+      diag.disable();
+      await other.shutdown();
     }
   });
 

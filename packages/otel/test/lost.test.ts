@@ -106,12 +106,14 @@ describe('a lost lock', () => {
     await expectLoss('closed');
   });
 
-  it('marks a hold whose release found the lock gone as "not-owner"', async () => {
+  it('marks a hold whose release found the lock gone as "not-owner", with ERR_LOCK_NOT_OWNER and an error status', async () => {
     const lock = await locker.acquire('job:10', { ttl: 60_000, renew: false });
     await redis.del(...(await redis.keys('*job:10*')));
     expect(await lock.release()).toBe('not-owner');
     const [held] = heldSpans();
+    expect(heldSpans()).toHaveLength(1);
     expect(held!.attributes[ATTR_LOCK_HOLD_OUTCOME]).toBe('not-owner');
+    expect(held!.attributes[ATTR_ERROR_TYPE]).toBe('ERR_LOCK_NOT_OWNER');
     expect(held!.status.code).toBe(SpanStatusCode.ERROR);
     const all = await metrics.collect();
     expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'not-owner' })).toBe(1);
