@@ -8,11 +8,9 @@ export class ThinkEnvError extends LockError {
     readonly path: string,
     readonly line: number,
     readonly text: string,
+    problem = 'expected "KEY = value" or "[SECTION]"',
   ) {
-    super(
-      'ERR_THINK_ENV',
-      `${path}:${line}: expected "KEY = value" or "[SECTION]", got ${JSON.stringify(text)}`,
-    );
+    super('ERR_THINK_ENV', `${path}:${line}: ${problem}, got ${JSON.stringify(text)}`);
   }
 }
 
@@ -49,7 +47,9 @@ export class ThinkEnv {
 export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.ProcessEnv): ThinkEnv {
   const values = new Map<string, string>();
   let section = '';
-  text.split(/\r?\n/).forEach((rawLine, index) => {
+  // A lone CR ends a line too, as PHP's scanner reads it.
+  const lines = text.split(/\r\n|\r|\n/);
+  lines.forEach((rawLine, index) => {
     const line = rawLine.trim();
     if (line === '' || line.startsWith(';') || line.startsWith('#')) return;
     const header = /^\[([^\]]+)\]$/.exec(line);
@@ -60,7 +60,17 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
     const equals = line.indexOf('=');
     const name = equals > 0 ? line.slice(0, equals).trim() : '';
     if (name === '') throw new ThinkEnvError(path, index + 1, rawLine);
-    values.set(section + name.toUpperCase(), rawValue(line.slice(equals + 1)));
+    const value = line.slice(equals + 1);
+    // PHP fails the whole file here ("unexpected end of file"), and ThinkPHP then loads none of
+    // it: read as given, Node would lock with settings the PHP side never sees.
+    if (index === lines.length - 1 && value.trimStart().startsWith(';'))
+      throw new ThinkEnvError(
+        path,
+        index + 1,
+        rawLine,
+        'PHP rejects the whole file when its last line holds a value that is only a comment, with no line break after it',
+      );
+    values.set(section + name.toUpperCase(), rawValue(value));
   });
   return new ThinkEnv(values, processEnv);
 }

@@ -109,6 +109,30 @@ describe.runIf(phpAvailable)('parseThinkEnv against php-cli parse_ini_file(INI_S
   });
 });
 
+describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against php-cli', () => {
+  it('ends a line at a lone CR, as PHP does', async () => {
+    const file = '[REDIS]\rHOST = 10.0.0.9\rPORT = 6391\r';
+    const [inPhp] = await phpThinkEnv([file]);
+    expect(inPhp).toEqual({ REDIS_HOST: '10.0.0.9', REDIS_PORT: '6391' });
+    const env = parseThinkEnv(file, '.env', {});
+    expect([env.get('redis.host'), env.get('redis.port')]).toEqual(['10.0.0.9', '6391']);
+  });
+
+  it('refuses a file PHP rejects as a whole (ThinkPHP then loads none of it), naming the line', async () => {
+    const rejected = ['[REDIS]\nHOST = 10.0.0.9\nAUTH = ; none', '[REDIS]\nHOST = 10.0.0.9\nAUTH=;'];
+    expect(await phpThinkEnv(rejected)).toEqual([{}, {}]);
+    for (const file of rejected) {
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(ThinkEnvError);
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(/app\/\.env:3: PHP rejects the whole file/);
+    }
+    // With the line break PHP reads it, and so does Node.
+    const accepted = `${rejected[0]}\n`;
+    const [inPhp] = await phpThinkEnv([accepted]);
+    expect(inPhp).toEqual({ REDIS_HOST: '10.0.0.9', REDIS_AUTH: '' });
+    expect(parseThinkEnv(accepted, '.env', {}).get('redis.auth')).toBe('');
+  });
+});
+
 describe('a Lock connected from a .env file', () => {
   let server: RedisServer;
   beforeAll(async () => {
