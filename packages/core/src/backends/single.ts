@@ -101,7 +101,9 @@ export function singleBackend(
           return noticeDemotion(error);
         });
       if (!reply.acquired) return reply;
-      watch?.drew(resource, reply.fence);
+      // Only a new grant drew its fence from the counter: a re-entry reports the hold's, which a
+      // lock taken before the upgrade drew from its own per-key counter, not from this one.
+      if (reply.holds === 1) watch?.drew(resource, reply.fence);
       let unconfirmed = false;
       if (plan && reply.holds === 1) {
         // The lock is written already: whatever goes wrong while confirming it must undo it.

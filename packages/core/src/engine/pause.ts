@@ -9,6 +9,11 @@ export function pause(
   onWake: (wake: () => void) => () => void,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
+    // An abort event already dispatched would never reach a listener added now.
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
     const done = () => {
       clearTimeout(timer);
       stopListening();

@@ -88,3 +88,18 @@ it('a waiter whose subscription came after its join gave up still hears the rele
   await (handed as Lock).release();
   await locker.close();
 });
+
+it('an abort while the first attempt is in flight ends the call once it is answered, not when the join that follows gives up', async () => {
+  const held = await holder.acquire('k', { ttl: 60_000 });
+  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
+  // Scripts wait 300 ms on the server: the attempt is in flight when the abort comes.
+  await direct.call('CLIENT', 'PAUSE', '300', 'WRITE');
+  const controller = new AbortController();
+  const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
+  const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
+  expect(outcome).toMatchObject({ name: 'AbortError' });
+  // The attempt is answered after the pause; the join after it would give up after 5 s.
+  expect(ms).toBeLessThan(2_000);
+  await held.release();
+  await locker.close();
+});

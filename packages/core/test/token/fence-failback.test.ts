@@ -125,3 +125,30 @@ describe('fences after a master lost writes', () => {
     }
   });
 });
+
+it('re-entering a lock an earlier version took (its fence in a per-key counter) is no lost write: a reconnect raises nothing and ends no lock', async () => {
+  await using server = await startRedis();
+  const redis = new Redis(server.redisOptions);
+  const locker = createLocker({ redis, replication: false });
+  try {
+    const other = await locker.acquire('other', { ttl: 60_000 });
+    // What an earlier version left: the hold without a '' fence field, its fence in `{key}:fence`.
+    await redis.hset('{lock:k}', 'old-owner', 1);
+    await redis.pexpire('{lock:k}', 60_000);
+    await redis.set('{lock:k}:fence', 100);
+    const reentered = await locker.acquire('k', { owner: 'old-owner', ttl: 60_000 });
+    expect([reentered.fence, reentered.holds]).toEqual([100, 2]);
+    // Same server, same run id, nothing lost: the restamp after it (the next acquisition waits
+    // for it) must find nothing to raise.
+    const reconnected = once(redis, 'ready');
+    await server.client().client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    await reconnected;
+    const next = await locker.acquire('third', { ttl: 60_000 });
+    expect(next.fence).toBeLessThan(EPOCH);
+    expect([other.signal.aborted, reentered.signal.aborted]).toEqual([false, false]);
+    await next.release();
+  } finally {
+    await locker.close();
+    redis.disconnect();
+  }
+});
