@@ -197,6 +197,13 @@ function segmentValue(
   const read = segment.read(args, context, info);
   const value = segment.serialize && isObject(read) ? segment.serialize(read) : read;
   const coordinate = `${info.parentType.name}.${info.fieldName}`;
+  if (isThenable(value)) {
+    // Never awaited: a rejection of it would otherwise crash the process as unhandled.
+    value.then(undefined, () => {});
+    throw new Error(
+      `${coordinate}: {${segment.text}} gave a promise; a key segment must be known synchronously (resolve it in the context first)`,
+    );
+  }
   if (value === null || value === undefined)
     throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
   if (
@@ -209,6 +216,10 @@ function segmentValue(
   throw badInput(
     `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
   );
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return isObject(value) && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function isObject(value: unknown): boolean {

@@ -97,6 +97,26 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('refuses a key segment that gives a promise as a server error, runs nothing, and leaves no rejection unhandled', async () => {
+    let calls = 0;
+    const schema = build(
+      'type Query { a: Int @locked(key: "c:{keys.cart}") b: Int @locked(key: "t:{context.tenant}") }',
+      { Query: { a: () => ++calls, b: () => ++calls } },
+      // JavaScript callers can pass an async key function where the types say it must not be.
+      { keys: { cart: (async () => Promise.reject(new Error('cart lookup failed'))) as never } },
+    );
+    const result = await run(schema, '{ a b }', { tenant: Promise.reject(new Error('no tenant')) });
+    // Any rejection left unhandled would surface after this turn; vitest fails the run on it.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+
+    expect(result.errors?.map((error) => [error.path, error.extensions.code, error.message])).toEqual([
+      [['a'], undefined, expect.stringMatching(/^Query\.a: \{keys\.cart\} gave a promise/)],
+      [['b'], undefined, expect.stringMatching(/^Query\.b: \{context\.tenant\} gave a promise/)],
+    ]);
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
   it('passes errors of the server’s setup through as they are, not as LOCK_UNAVAILABLE', async () => {
     const schema = build(
       'type Query { a: Int @locked(key: "a") b: Int @locked(key: "b:{keys.broken}") }',
