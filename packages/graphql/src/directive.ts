@@ -2,6 +2,7 @@ import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
+  type GraphQLFieldResolver,
   type GraphQLOutputType,
   type GraphQLSchema,
   getNamedType,
@@ -28,6 +29,13 @@ export interface LockedDirective {
 }
 
 const DIRECTIVE_ARGS = ['key', 'ttl', 'wait'];
+
+/**
+ * The directive name each resolver this package wrapped locks for: a schema transformed twice
+ * (a build step run again) must not lock a field twice, where the inner lock would wait on the
+ * outer one unless the locker re-enters.
+ */
+const wrapped = new WeakMap<GraphQLFieldResolver<unknown, unknown>, string>();
 
 /**
  * The `@locked` directive: operations calling a field with the same key run one at a time.
@@ -58,11 +66,11 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
               `@${name} cannot lock a subscription field: a lock held for the life of an event stream would starve every other caller`,
             );
           }
+          if (config.resolve && wrapped.get(config.resolve) === name) return config;
           const field = lockedField(directive, config, coordinate, settings);
-          return {
-            ...config,
-            resolve: lockedResolver(config.resolve ?? defaultFieldResolver, field, settings),
-          };
+          const resolve = lockedResolver(config.resolve ?? defaultFieldResolver, field, settings);
+          wrapped.set(resolve, name);
+          return { ...config, resolve };
         },
         [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {
           const coordinate = `${typeName}.${fieldName}`;

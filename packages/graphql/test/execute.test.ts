@@ -621,6 +621,28 @@ describe('the lock around the resolver', () => {
   });
 });
 
+describe('a schema transformed twice', () => {
+  it('locks each field once: with a locker that does not re-enter, the field does not wait on itself', async () => {
+    locker = createLocker({ redis: client, prefix: `execute:twice:`, reentrant: false });
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+    const once = lockedDirectiveTransformer(
+      makeExecutableSchema({
+        typeDefs: [lockedDirectiveTypeDefs, 'type Query { order: Int @locked(key: "order:1", wait: 0) }'],
+        resolvers: {
+          Query: {
+            order: (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) => lockOf(info).fence,
+          },
+        },
+      }),
+    );
+    const twice = lockedDirectiveTransformer(once);
+    const result = await run(twice, '{ order }');
+
+    expect(result.errors).toBeUndefined();
+    expect(result.data!.order).toBeGreaterThan(0);
+  });
+});
+
 describe('two @locked fields with the same key in one operation', () => {
   function sameKeySchema(wait: number) {
     const intervals: [bigint, bigint][] = [];
