@@ -1,4 +1,11 @@
-import { acquireTracing, createLocker, InvalidOptionError, type Locker, lockEvents } from '@lock/core';
+import {
+  acquireTracing,
+  createLocker,
+  InvalidOptionError,
+  type Locker,
+  lockEvents,
+  type RenewEvent,
+} from '@lock/core';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOCK_FENCE,
@@ -11,6 +18,7 @@ import {
   METRIC_LOCK_ACQUISITIONS,
   METRIC_LOCK_HELD,
   METRIC_LOCK_HOLD_DURATION,
+  METRIC_LOCK_RENEWAL_BATCH_SIZE,
   METRIC_LOCK_WAIT_DURATION,
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
@@ -391,6 +399,51 @@ describe('instrumentLocks', () => {
       ['lock.held *', '*'],
     ]);
     expect(errors.length).toBeGreaterThan(0);
+  });
+
+  it('records the batch size of a failed round apart, with error.type _OTHER', async () => {
+    const rounds: RenewEvent[] = [];
+    let onRound = (_: RenewEvent) => {};
+    const record = (message: unknown) => {
+      rounds.push(message as RenewEvent);
+      onRound(message as RenewEvent);
+    };
+    /** Resolves at the next round whose `failed` is `failed`. */
+    const nextRound = (failed: boolean) =>
+      new Promise<void>((resolve) => {
+        onRound = (round) => {
+          if (round.failed === failed) resolve();
+        };
+      });
+    lockEvents.renew.subscribe(record);
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    const renewing = createLocker({ redis, ttl: 900, commandTimeout: 100 });
+    try {
+      const renewed = nextRound(false);
+      await renewing.acquire('job:1');
+      await renewed;
+      // Frozen, Redis answers no round within the command timeout: the watchdog's round fails.
+      const failed = nextRound(true);
+      server.pause();
+      try {
+        await failed;
+      } finally {
+        server.resume();
+      }
+    } finally {
+      // Together, so that both saw the same rounds.
+      instrumentation.disable();
+      lockEvents.renew.unsubscribe(record);
+      await renewing.close();
+    }
+    const all = await metrics.collect();
+    const count = (failed: boolean) => rounds.filter((round) => round.failed === failed).length;
+    expect(count(true)).toBeGreaterThanOrEqual(1);
+    expect(count(false)).toBeGreaterThanOrEqual(1);
+    expect(recorded(all, METRIC_LOCK_RENEWAL_BATCH_SIZE, { [ATTR_ERROR_TYPE]: '_OTHER' })).toBe(count(true));
+    expect(recorded(all, METRIC_LOCK_RENEWAL_BATCH_SIZE, { [ATTR_ERROR_TYPE]: undefined })).toBe(
+      count(false),
+    );
   });
 
   it('stops on disable(): open spans end, up-down counters return to zero, nothing more is recorded', async () => {
