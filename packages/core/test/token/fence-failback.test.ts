@@ -141,7 +141,7 @@ it('re-entering a lock an earlier version took (its fence in a per-key counter) 
     // Same server, same run id, nothing lost: the restamp after it (the next acquisition waits
     // for it) must find nothing to raise.
     const reconnected = once(redis, 'ready');
-    await server.client().client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    await server.client().call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     await reconnected;
     const next = await locker.acquire('third', { ttl: 60_000 });
     expect(next.fence).toBeLessThan(EPOCH);
