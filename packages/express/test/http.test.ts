@@ -3,7 +3,8 @@ import { checkCommonOptions } from '../src/http/index.js';
 import { parseKeyTemplate, renderKey } from '../src/http/key-template.js';
 import { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from '../src/http/retry-after.js';
 
-const locker = { acquire: () => Promise.reject(new Error('not used')) } as never;
+const notUsed = () => Promise.reject(new Error('not used'));
+const locker = { acquire: notUsed, using: notUsed } as never;
 
 describe('key templates', () => {
   it('renders params, dotted query and body paths, and headers by lower-case name', () => {
@@ -29,6 +30,10 @@ describe('key templates', () => {
     ['order:{query.a..b}', '{query.a..b} has the name ""'],
     ['order:{query.a b}', '{query.a b} has the name "a b"'],
     ['order:{params.a.b}', '{params.a.b}: params are flat, name one of them'],
+    [
+      'order:{params.a}{params.b}',
+      'the placeholder at position 16 follows another with nothing between them',
+    ],
     ['order:{headers.a.b}', '{headers.a.b}: headers are flat, name one of them'],
   ])('refuses %j with a KeyTemplateError naming why', (template, why) => {
     expect(() => parseKeyTemplate(template)).toThrow(
@@ -110,6 +115,8 @@ describe('options', () => {
     [{ validate: 'no' }, 'validate'],
     [{ key: 42 }, 'key'],
     [{ locker: {} }, 'locker'],
+    // The gate runs the route in `using`: a locker without it would fail every request.
+    [{ locker: { acquire: notUsed } }, 'locker'],
     [{ handler: () => {} }, 'handler'],
   ])('refuses %j, naming %s', (bad, option) => {
     expect(() => checkCommonOptions({ locker, key: 'k', ...bad }, [])).toThrow(

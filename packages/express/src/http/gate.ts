@@ -47,14 +47,20 @@ const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
 export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C) => KeySources): Gate<C> {
   const warnings = new WarnOnce(settings.logger);
   const resolveKey = keyOf(settings, sourcesOf, warnings);
-  const ended = (error: unknown) =>
-    settings.logger.error(
-      new LockHttpWarning(
-        'ERR_LOCK_HTTP_RELEASE',
-        'the lock of a response was lost before it closed, or releasing it failed; it ends by its lease',
-        { cause: error },
-      ),
-    );
+  const ended = (error: unknown) => {
+    try {
+      settings.logger.error(
+        new LockHttpWarning(
+          'ERR_LOCK_HTTP_RELEASE',
+          'the lock of a response was lost before it closed, or releasing it failed; it ends by its lease',
+          { cause: error },
+        ),
+      );
+    } catch {
+      // Told after the response, in a promise nobody awaits: a logger that throws here would
+      // end the process as an unhandled rejection.
+    }
+  };
 
   return async (context, res, proceed, req) => {
     if (settings.skip && (await settings.skip(context))) {

@@ -47,6 +47,13 @@ export function parseKeyTemplate(template: string): KeyTemplate {
       break;
     }
     if (open > at) parts.push(template.slice(at, open));
+    else if (parts.length > 0) {
+      // `{params.a}{params.b}` gives /1/23 and /12/3 one key.
+      throw new KeyTemplateError(
+        template,
+        `the placeholder at position ${open} follows another with nothing between them: their values could not be told apart`,
+      );
+    }
     const close = template.indexOf('}', open);
     const nested = template.indexOf('{', open + 1);
     if (close === -1 || (nested !== -1 && nested < close)) {

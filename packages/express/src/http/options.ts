@@ -100,7 +100,8 @@ export function checkCommonOptions<C>(options: unknown, extra: readonly string[]
   if (
     typeof given.locker !== 'object' ||
     given.locker === null ||
-    typeof given.locker.acquire !== 'function'
+    typeof given.locker.acquire !== 'function' ||
+    typeof given.locker.using !== 'function'
   ) {
     throw new InvalidOptionError(
       'locker',

@@ -4,8 +4,25 @@ import type { AcquireOptions, Lock, Locker } from '@lock/core';
 export interface ClosableResponse {
   /** True once 'close' was emitted. */
   readonly closed: boolean;
+  /** Null while the response is queued behind a pipelined one on its connection. */
+  readonly socket: unknown;
+  end: (...args: never[]) => unknown;
   once(event: 'close', listener: () => void): unknown;
   off(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Calls `ended` when the app ends `res` while it is queued behind a pipelined response: such a
+ * response emits neither 'finish' nor 'close' until the ones before it are done, which the
+ * client decides (a slow or endless first response). Its work is over once it is ended.
+ */
+function onQueuedEnd(res: ClosableResponse, ended: () => void): void {
+  const end = res.end;
+  res.end = function (this: unknown, ...args: never[]) {
+    const result = end.apply(this, args);
+    if (res.socket === null) ended();
+    return result;
+  };
 }
 
 /** The connection of a request (`req.socket`): its 'close' is the client going away. */
@@ -96,8 +113,9 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * section (so the handler re-enters it with `locker.using(key, …)`), and the lock is released
  * exactly once, when the response lifetime is over AND the promise `proceed` returned (if any)
  * has settled. The response lifetime is over at the first of `res` 'close' (a normal finish, or
- * a client abort, also mid-stream) and the 'close' of `req`'s connection (the client went away
- * while the response was queued behind a pipelined one, which gets no 'close' of its own).
+ * a client abort, also mid-stream), the 'close' of `req`'s connection (the client went away
+ * while the response was queued behind a pipelined one, which gets no 'close' of its own), and
+ * the app ending a response so queued (whose 'close' the client could put off for ever).
  * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
  * went wrong after `proceed`: a failed release, or the lock lost meanwhile. The listeners it
@@ -144,6 +162,9 @@ export function lockForResponse(
     else gone.abort(new Error('the response closed before its lock was acquired'));
   }
   res.once('close', closed);
+  onQueuedEnd(res, () => {
+    if (listening) closed();
+  });
   const unwatch = connection && watchConnection(connection, closed);
   return new Promise((resolve, reject) => {
     locker

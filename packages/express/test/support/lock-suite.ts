@@ -276,7 +276,7 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
     });
 
     describe('HTTP/1.1 pipelining', () => {
-      it('releases the lock of a queued response when the client disconnects, so a new request gets 200', async () => {
+      it('releases the lock of a queued response once the app ended it: the client cannot keep it by holding the response before it open', async () => {
         const first = new Gate();
         const entered: string[] = [];
         const server = await serve({
@@ -290,17 +290,41 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
           },
         });
         const client = await pipeline(server, ['/orders/1', '/orders/2']);
-        // The second handler ran and answered; its response is queued behind the first one's.
+        // The second handler ran and answered; its response is queued behind the first one's,
+        // which stays open for as long as the first handler runs.
         await waitFor('both handlers to have run', async () => entered.length === 2, bound);
         expect(entered).toEqual(['order:1', 'order:2']);
+        await freed('order:2');
+        expect((await request(server).get('/orders/2')).status).toBe(200);
+        expect(client.responses()).toBe(0);
+        first.open();
+        await waitFor('both queued responses to arrive', async () => client.responses() === 2, bound);
+        await freed('order:1');
+        client.destroy();
+      });
+
+      it('releases the lock of a queued response whose handler has not answered when the client disconnects', async () => {
+        const second = new Gate();
+        const first = new Gate();
+        const entered: string[] = [];
+        const server = await serve({
+          path: '/orders/:id',
+          options: { locker, key: 'order:{params.id}', wait: 0 },
+          handle: async (lock) => {
+            entered.push(lock?.key ?? 'unlocked');
+            await (lock?.key === 'order:1' ? first : second).pass();
+            return { ok: true };
+          },
+        });
+        const client = await pipeline(server, ['/orders/1', '/orders/2']);
+        await waitFor('both handlers to run', async () => entered.length === 2, bound);
         expect((await locker.inspect('order:2')).held).toBe(true);
         client.destroy();
+        second.open();
         await freed('order:2');
-        expect((await locker.inspect('order:2')).held).toBe(false);
         first.open();
         await freed('order:1');
-        const fresh = await request(server).get('/orders/2');
-        expect(fresh.status).toBe(200);
+        expect((await request(server).get('/orders/2')).status).toBe(200);
       });
 
       it('stops a queued request waiting for its lock when the client disconnects: it never takes it', async () => {
@@ -511,6 +535,24 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         expect.objectContaining({ code: 'ERR_LOCK_INVALID_OPTION', option: 'wiat' }),
       );
       expect(() => adapter.lock({ key: 'k' })).toThrow(expect.objectContaining({ option: 'locker' }));
+    });
+
+    it('answers the request when the lock is lost and the logger told of it throws: no unhandled rejection', async () => {
+      const error = vi.fn(() => {
+        throw new Error('logger transport down');
+      });
+      const server = await serve({
+        path: '/orders/:id',
+        // A fixed lease shorter than the handler: the lock is lost while the handler runs.
+        options: { locker, key: 'order:{params.id}', ttl: 100, logger: { warn: vi.fn(), error } },
+        handle: async (lock) => {
+          await waitFor('the lease to end', async () => lock?.signal.aborted === true, bound);
+          return { ok: true };
+        },
+      });
+      const response = await request(server).get('/orders/7');
+      expect(response.status).toBe(200);
+      await waitFor('the loss to be logged', async () => error.mock.calls.length === 1, bound);
     });
 
     describe('when Redis stops', () => {
