@@ -1,13 +1,13 @@
 import type { LockLostError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 
+/** Holds made by this process so far: each hold's `number`. */
+let made = 0;
+
 /**
  * What this locker knows about one lock it holds as one owner: the state every handle of that
  * hold shares (re-entrant acquisitions of the same owner add handles, not holds).
  */
-/** Holds made by this process so far: each hold's `number`. */
-let made = 0;
-
 export class Hold {
   /** Unique in the process: what events name the hold by (an owner and a key may be held twice, by two lockers). */
   readonly number = ++made;
