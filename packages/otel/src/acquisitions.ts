@@ -2,7 +2,6 @@ import type { AcquireTraceContext, Lock } from '@lock/core';
 import {
   type Attributes,
   type Context,
-  context,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -21,6 +20,7 @@ import {
   ATTR_LOCK_WAIT_LIMIT_MS,
   ATTR_LOCK_WAIT_MS,
 } from './attributes.js';
+import { callerContext } from './context-binding.js';
 import type { AcquireEvent } from './events.js';
 import { type AcquireOutcome, errorType, failureOutcome } from './outcome.js';
 import type { Telemetry } from './telemetry.js';
@@ -60,7 +60,7 @@ export class Acquisitions {
     if (known) return known;
     const { tracer, metrics } = this.telemetry;
     const pattern = this.telemetry.pattern(call.key);
-    const parent = context.active();
+    const parent = callerContext(call);
     const span = tracer.startSpan(
       `lock.acquire ${pattern}`,
       {

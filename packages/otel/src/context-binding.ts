@@ -25,6 +25,25 @@ function bindings(): Map<AsyncLocalStorage<Context>, SharedBinding> {
   return global[BINDINGS];
 }
 
+/** The caller's context of each acquire call, as the shared binding found it: on `globalThis` too. */
+const CALLERS = Symbol.for('@lock/otel caller contexts');
+
+function callers(): WeakMap<AcquireCall, Context> {
+  const global = globalThis as { [CALLERS]?: WeakMap<AcquireCall, Context> };
+  global[CALLERS] ??= new WeakMap();
+  return global[CALLERS];
+}
+
+/**
+ * The context `call` was made in. An instrumentation without active spans binds only a store of
+ * its own, and Node enters stores bound later first: once the shared binding (of an instrumentation
+ * enabled after it) has made another acquire span active, `context.active()` is no longer the
+ * caller's, but the binding noted the caller's before it did.
+ */
+export function callerContext(call: AcquireCall): Context {
+  return callers().get(call) ?? context.active();
+}
+
 /**
  * Makes `use`'s context current for the whole of each acquire call, through `storage` (the
  * AsyncLocalStorage behind OpenTelemetry's `context.active()`), and returns the function that
@@ -42,6 +61,7 @@ export function bindContext(storage: AsyncLocalStorage<Context>, use: ActiveCont
     binding = { users };
     all.set(storage, binding);
     start().bindStore(storage, (call) => {
+      callers().set(call, context.active());
       // Every user starts its acquire span now, while the caller's context is still current.
       let active: Context | undefined;
       for (const user of [...users]) {

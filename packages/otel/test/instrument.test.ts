@@ -283,6 +283,37 @@ describe('instrumentLocks', () => {
     }
   });
 
+  it('parents the spans of an instrumentation made before the context manager on the caller, also once another makes its acquire span active', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    // Made while no context manager is registered (before the SDK started): no active spans.
+    context.disable();
+    const early = instrumentLocks({ tracerProvider: provider });
+    context.setGlobalContextManager(contextManager);
+    const later = instrumentLocks();
+    try {
+      expect([early.activeSpans, later.activeSpans]).toEqual([false, true]);
+      let caller = '';
+      await tracer.startActiveSpan('caller', async (span) => {
+        caller = span.spanContext().spanId;
+        await locker.acquire('order:1').then((lock) => lock.release());
+        span.end();
+      });
+      const parents = exporter
+        .getFinishedSpans()
+        .filter((span) => span.name.startsWith('lock.'))
+        .map((span) => [span.name, parentOf(span) === caller]);
+      expect(parents).toEqual([
+        ['lock.acquire order:*', true],
+        ['lock.held order:*', true],
+      ]);
+    } finally {
+      early.disable();
+      later.disable();
+      await provider.shutdown();
+    }
+  });
+
   it('warns when a second instrumentation records to the same meter provider, whose metrics then count every lock twice', async () => {
     const warnings: string[] = [];
     diag.setLogger({ ...silent, warn: (message: string) => warnings.push(message) });
