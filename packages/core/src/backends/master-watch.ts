@@ -15,8 +15,8 @@ export type MasterChangeListener = (affects: (resource: string) => boolean) => v
  * lockers on one client; each adding listeners of its own would trip Node's leak warning).
  * The generation moves whenever the client may have reached another server: a reconnect on a
  * standalone or Sentinel client (Sentinel's `failoverDetector` disconnects on `+switch-master`),
- * a node change on a cluster. `onMoved` is told after a reconnect, or after a cluster's slots
- * were read again (a failover or a resharding shows there first).
+ * a slot refresh or a node change on a cluster. `onMoved` is told after a reconnect, or after a
+ * cluster's slots were read again (a failover or a resharding shows there first).
  */
 class ClientEvents {
   generation = 0;
@@ -29,9 +29,14 @@ class ClientEvents {
     };
     if (isCluster(redis)) {
       for (const event of ['+node', '-node']) redis.on(event, moved);
-      // Not a new generation: that would stamp every counter again at its next acquisition, one
-      // more round trip each after every refresh. The counters whose slot moved are told here.
-      redis.on('refresh', () => this.tell());
+      // Every refresh is a new generation, though it costs each counter a stamp at its next
+      // acquisition: a master restarted empty at the same address (ioredis reconnecting to it
+      // with `clusterNodeRetryStrategy`) shows no node change, only refreshes. The counters whose
+      // slot moved to another master are stamped at once.
+      redis.on('refresh', () => {
+        moved();
+        this.tell();
+      });
       return;
     }
     redis.on('close', () => {
