@@ -31,11 +31,11 @@ export interface LockedDirective {
 const DIRECTIVE_ARGS = ['key', 'ttl', 'wait'];
 
 /**
- * The directive name each resolver this package wrapped locks for: a schema transformed twice
- * (a build step run again) must not lock a field twice, where the inner lock would wait on the
- * outer one unless the locker re-enters.
+ * The directive (its settings) each resolver this package wrapped locks for: a schema the same
+ * transformer transforms twice (a build step run again) must not lock a field twice, where the
+ * inner lock would wait on the outer one unless the locker re-enters.
  */
-const wrapped = new WeakMap<GraphQLFieldResolver<unknown, unknown>, string>();
+const wrapped = new WeakMap<GraphQLFieldResolver<unknown, unknown>, Settings>();
 
 /**
  * The `@locked` directive: operations calling a field with the same key run one at a time.
@@ -66,10 +66,10 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
               `@${name} cannot lock a subscription field: a lock held for the life of an event stream would starve every other caller`,
             );
           }
-          if (config.resolve && wrapped.get(config.resolve) === name) return config;
+          if (config.resolve && wrapped.get(config.resolve) === settings) return config;
           const field = lockedField(directive, config, coordinate, settings);
           const resolve = lockedResolver(config.resolve ?? defaultFieldResolver, field, settings);
-          wrapped.set(resolve, name);
+          wrapped.set(resolve, settings);
           return { ...config, resolve };
         },
         [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {
