@@ -52,7 +52,8 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
   lines.forEach((rawLine, index) => {
     const line = rawLine.trim();
     if (line === '' || line.startsWith(';') || line.startsWith('#')) return;
-    const header = /^\[([^\]]+)\]$/.exec(line);
+    // PHP reads what follows the bracket on a section line as a comment too: `[REDIS] ; main`.
+    const header = /^\[([^\]]+)\]\s*(?:[;#].*)?$/.exec(line);
     if (header) {
       section = `${header[1]!.trim().toUpperCase()}_`;
       return;

@@ -110,6 +110,16 @@ describe.runIf(phpAvailable)('parseThinkEnv against php-cli parse_ini_file(INI_S
 });
 
 describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against php-cli', () => {
+  it('reads a comment after a section header, as PHP does', async () => {
+    const files = [
+      '[REDIS];main\nHOST = 10.0.0.9\n',
+      '[REDIS] ; main\nHOST = 10.0.0.9\n',
+      '[REDIS] # main\nHOST = 10.0.0.9\n',
+    ];
+    expect(await phpThinkEnv(files)).toEqual(files.map(() => ({ REDIS_HOST: '10.0.0.9' })));
+    for (const file of files) expect(parseThinkEnv(file, '.env', {}).get('redis.host')).toBe('10.0.0.9');
+  });
+
   it('ends a line at a lone CR, as PHP does', async () => {
     const file = '[REDIS]\rHOST = 10.0.0.9\rPORT = 6391\r';
     const [inPhp] = await phpThinkEnv([file]);
