@@ -276,8 +276,8 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
     });
 
     describe('HTTP/1.1 pipelining', () => {
-      it('releases the lock of a queued response once the app ended it: the client cannot keep it by holding the response before it open', async () => {
-        const first = new Gate();
+      /** Serves /orders/:id under a renewed lock: each handler records its key, then waits at its gate, if any. */
+      async function gatedOrders(gateOf: (key: string | undefined) => Gate | undefined) {
         const entered: string[] = [];
         const server = await serve({
           path: '/orders/:id',
@@ -285,10 +285,16 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
           options: { locker, key: 'order:{params.id}', wait: 0 },
           handle: async (lock) => {
             entered.push(lock?.key ?? 'unlocked');
-            if (lock?.key === 'order:1') await first.pass();
+            await gateOf(lock?.key)?.pass();
             return { ok: true };
           },
         });
+        return { server, entered };
+      }
+
+      it('releases the lock of a queued response once the app ended it: the client cannot keep it by holding the response before it open', async () => {
+        const first = new Gate();
+        const { server, entered } = await gatedOrders((key) => (key === 'order:1' ? first : undefined));
         const client = await pipeline(server, ['/orders/1', '/orders/2']);
         // The second handler ran and answered; its response is queued behind the first one's,
         // which stays open for as long as the first handler runs.
@@ -306,16 +312,7 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       it('releases the lock of a queued response whose handler has not answered when the client disconnects', async () => {
         const second = new Gate();
         const first = new Gate();
-        const entered: string[] = [];
-        const server = await serve({
-          path: '/orders/:id',
-          options: { locker, key: 'order:{params.id}', wait: 0 },
-          handle: async (lock) => {
-            entered.push(lock?.key ?? 'unlocked');
-            await (lock?.key === 'order:1' ? first : second).pass();
-            return { ok: true };
-          },
-        });
+        const { server, entered } = await gatedOrders((key) => (key === 'order:1' ? first : second));
         const client = await pipeline(server, ['/orders/1', '/orders/2']);
         await waitFor('both handlers to run', async () => entered.length === 2, bound);
         expect((await locker.inspect('order:2')).held).toBe(true);
