@@ -519,10 +519,11 @@ class Engine implements Locker {
         const handed = waiter?.granted;
         if (handed && waiter) {
           waiter.granted = undefined;
-          waiter.notified = false;
           const validity = handedValidity(handed, queuedServerTime);
-          // A grant read too late to trust goes the usual way: the next attempt finds it, as it stands.
+          // A grant read too late to trust goes the usual way: the next attempt finds it, as it
+          // stands, and counts as a hand-off (the notice stays for it).
           if (this.clock() < queuedSentAt + validity) {
+            waiter.notified = false;
             call.acquired = true;
             const reply = { fence: handed.fence, holds: 1, token: handed.token, validity };
             return this.grant(request, reply, queuedSentAt, started, attempts, true);

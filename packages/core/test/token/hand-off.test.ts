@@ -201,9 +201,11 @@ describe('the token protocol’s direct hand-off', () => {
       // The frozen waiter's grant ends unseen.
       await until(async () => (await redis.exists(LOCK)) === 0, 'the grant expired');
       waiter.resume();
-      const taken = JSON.parse(await waiter.line()) as { owner: string; fence: number };
+      const taken = JSON.parse(await waiter.line()) as { owner: string; fence: number; handoff: boolean };
       expect(taken.owner).toBe(grant!.owner);
       expect(taken.fence).toBeGreaterThan(grant!.fence);
+      // The grant's message preceded the attempt that took the lock.
+      expect(taken.handoff).toBe(true);
       expect(await holder.inspect('handed')).toMatchObject({
         held: true,
         owner: taken.owner,
