@@ -19,8 +19,13 @@ export interface ResultShape {
  */
 export async function settle(value: unknown, shape: ResultShape, info: GraphQLResolveInfo): Promise<unknown> {
   if (!shape.composite) return settleLevel(value, shape.listDepth, identity);
-  const selected = selectedFieldNames(info);
-  return settleLevel(value, shape.listDepth, (object) => settleFields(object, selected));
+  // Read from the operation only for a result holding a thenable that is not a native promise.
+  let selected: ReadonlySet<string> | undefined;
+  const isSelected = (name: string) => {
+    selected ??= selectedFieldNames(info);
+    return selected.has(name);
+  };
+  return settleLevel(value, shape.listDepth, (object) => settleFields(object, isSelected));
 }
 
 async function settleLevel(
@@ -55,7 +60,7 @@ async function drain(iterable: AsyncIterable<unknown>): Promise<unknown[]> {
  * running already, and must end under the lock. Another thenable there may be lazy (a query
  * builder that runs only when `then` is called), and graphql-js would not call it.
  */
-async function settleFields(value: unknown, selected: ReadonlySet<string>): Promise<unknown> {
+async function settleFields(value: unknown, isSelected: (name: string) => boolean): Promise<unknown> {
   if (typeof value !== 'object' || value === null || isThenable(value)) return value;
   // Descriptors, not values: reading a getter could start work of its own.
   const descriptors = Object.getOwnPropertyDescriptors(value);
@@ -63,7 +68,7 @@ async function settleFields(value: unknown, selected: ReadonlySet<string>): Prom
     ([name, descriptor]) =>
       descriptor.enumerable &&
       isThenable(descriptor.value) &&
-      (selected.has(name) || descriptor.value instanceof Promise),
+      (descriptor.value instanceof Promise || isSelected(name)),
   );
   if (pending.length === 0) return value;
   const settled = new Map<string, unknown>();
