@@ -20,6 +20,19 @@ describe('key templates', () => {
     expect(renderKey(parseKeyTemplate('reports'), {})).toBe('reports');
   });
 
+  it('escapes values so that different values never build one key', () => {
+    const colons = parseKeyTemplate('cart:{params.user}:{params.sku}');
+    expect(renderKey(colons, { params: { user: 'a:b', sku: 'c' } })).toBe('cart:a\\:b:c');
+    expect(renderKey(colons, { params: { user: 'a', sku: 'b:c' } })).toBe('cart:a:b\\:c');
+    const slashes = parseKeyTemplate('cart/{params.user}/{params.sku}.json');
+    expect(renderKey(slashes, { params: { user: 'a/b', sku: 'c' } })).toBe('cart/a\\/b/c.json');
+    expect(renderKey(slashes, { params: { user: 'a', sku: 'b/c' } })).toBe('cart/a/b\\/c.json');
+    // Only the separator between two values and the always-escaped characters change.
+    expect(renderKey(slashes, { params: { user: 'x.y-z', sku: '{1}\\' } })).toBe(
+      'cart/x.y-z/\\{1\\}\\\\.json',
+    );
+  });
+
   it.each([
     ['', 'it is empty'],
     ['order:{params.id', '"{" at position 6 is not closed'],
@@ -35,6 +48,7 @@ describe('key templates', () => {
       'the placeholder at position 16 follows another with nothing between them',
     ],
     ['order:{headers.a.b}', '{headers.a.b}: headers are flat, name one of them'],
+    ['order:{params.a}\\{params.b}', 'the backslash after {params.a} could not be told from an escape'],
   ])('refuses %j with a KeyTemplateError naming why', (template, why) => {
     expect(() => parseKeyTemplate(template)).toThrow(
       expect.objectContaining({

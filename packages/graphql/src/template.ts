@@ -1,3 +1,4 @@
+import { keyValueEscaper } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -74,7 +75,7 @@ export function parseTemplate(
   literal += template.slice(from);
   if (literal) parts.push(literal);
   if (parts.length === 0) throw refuse('is empty');
-  const escapeValue = escaperFor(parts, refuse);
+  const escapeValue = keyValueEscaper(separators(parts, refuse));
   return {
     build(args, context, info) {
       let key = '';
@@ -82,22 +83,6 @@ export function parseTemplate(
         key += typeof part === 'string' ? part : escapeValue(segmentValue(part, args, context, info));
       return key;
     },
-  };
-}
-
-/**
- * Values are escaped so that different values never build the same key: a backslash goes in
- * front of `\`, `:`, `{`, `}` and of the first character of each literal between two segments.
- * Read from the left, a value then ends at the first unescaped occurrence of the character that
- * follows it, so `cart/{args.user}/{args.sku}` splits back one way only. Nothing more is escaped:
- * keys of `:`-separated templates stay as they were.
- */
-function escaperFor(parts: readonly Part[], refuse: (why: string) => Error): (value: string) => string {
-  const special = new Set(['\\', ':', '{', '}', ...separators(parts, refuse)]);
-  return (value) => {
-    let escaped = '';
-    for (const char of value) escaped += special.has(char) ? `\\${char}` : char;
-    return escaped;
   };
 }
 

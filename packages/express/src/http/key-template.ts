@@ -1,3 +1,4 @@
+import { keyValueEscaper } from '@lock/core';
 import { KeyTemplateError, RequestKeyError } from './errors.js';
 
 /** Where a placeholder reads its value from. */
@@ -22,6 +23,8 @@ export interface KeyTemplate {
   readonly parts: readonly (string | KeyPlaceholder)[];
   /** The sources its placeholders read. */
   readonly sources: ReadonlySet<KeySource>;
+  /** Escapes a value so that different values never build the same key (see `keyValueEscaper`). */
+  readonly escape: (value: string) => string;
 }
 
 /** The values of one request that placeholders read. */
@@ -63,7 +66,25 @@ export function parseKeyTemplate(template: string): KeyTemplate {
     at = close + 1;
   }
   const sources = new Set(parts.flatMap((part) => (typeof part === 'string' ? [] : [part.source])));
-  return { template, parts, sources };
+  return { template, parts, sources, escape: keyValueEscaper(separators(template, parts)) };
+}
+
+/** The first character of each literal between two placeholders: where a value ends. */
+function separators(template: string, parts: readonly (string | KeyPlaceholder)[]): string[] {
+  const found: string[] = [];
+  for (let i = 1; i < parts.length - 1; i++) {
+    const literal = parts[i];
+    if (typeof literal !== 'string' || typeof parts[i - 1] === 'string') continue;
+    // Read from the left, a backslash after a value starts an escape, not the next part.
+    if (literal.startsWith('\\')) {
+      throw new KeyTemplateError(
+        template,
+        `the backslash after {${(parts[i - 1] as KeyPlaceholder).text}} could not be told from an escape in its value: start the separator with another character`,
+      );
+    }
+    found.push(String.fromCodePoint(literal.codePointAt(0) as number));
+  }
+  return found;
 }
 
 function placeholder(template: string, text: string): KeyPlaceholder {
@@ -91,14 +112,14 @@ function placeholder(template: string, text: string): KeyPlaceholder {
 }
 
 /**
- * The key for one request. A value that is absent or empty, or is not a single string, number,
- * bigint or boolean, is refused with a `RequestKeyError`: the request is answered without a lock
- * rather than locking `order:undefined`.
+ * The key for one request, each value escaped. A value that is absent or empty, or is not a
+ * single string, number, bigint or boolean, is refused with a `RequestKeyError`: the request is
+ * answered without a lock rather than locking `order:undefined`.
  */
 export function renderKey(template: KeyTemplate, sources: KeySources): string {
   let key = '';
   for (const part of template.parts) {
-    key += typeof part === 'string' ? part : placeholderValue(part, sources);
+    key += typeof part === 'string' ? part : template.escape(placeholderValue(part, sources));
   }
   return key;
 }

@@ -145,27 +145,39 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       expect((await request(server).get('/orders/11')).status).toBe(200);
     });
 
-    it('runs requests for different ids in parallel', async () => {
+    it.each([
+      [
+        'different ids',
+        '/orders/:id',
+        'order:{params.id}',
+        ['/orders/1', '/orders/2'],
+        ['order:1', 'order:2'],
+      ],
+      [
+        'values that hold the separator',
+        '/carts/:user/:sku',
+        'cart:{params.user}:{params.sku}',
+        ['/carts/a%3Ab/c', '/carts/a/b%3Ac'],
+        ['cart:a\\:b:c', 'cart:a:b\\:c'],
+      ],
+    ])('runs requests for %s in parallel', async (_, path, key, urls, keys) => {
       const intervals = new Intervals();
       const bothInside = new Gate();
       let inside = 0;
       const server = await serve({
-        path: '/orders/:id',
-        options: { locker, key: 'order:{params.id}', wait: 20_000 },
-        handle: () =>
+        path,
+        options: { locker, key, wait: 20_000 },
+        handle: (lock) =>
           intervals.record(async () => {
             inside += 1;
             if (inside === 2) bothInside.open();
             // Each waits until the other is inside too: only possible if they hold their locks at once.
             await bothInside.pass();
-            return { ok: true };
+            return { key: lock?.key };
           }),
       });
-      const responses = await Promise.all([
-        request(server).get('/orders/1'),
-        request(server).get('/orders/2'),
-      ]);
-      expect(responses.map((r) => r.status)).toEqual([200, 200]);
+      const responses = await Promise.all(urls.map((url) => request(server).get(url)));
+      expect(responses.map((r) => [r.status, r.body.key])).toEqual(keys.map((k) => [200, k]));
       expect(intervals.overlapping()).toBe(1);
     });
 
