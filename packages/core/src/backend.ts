@@ -62,8 +62,8 @@ export interface LockBackend {
   readonly cluster: boolean;
   /**
    * How much longer than one round trip an acquisition attempt may take, in ms: WAIT blocking for
-   * replicas. The engine bounds each attempt by its command timeout plus
-   * this. Default: 0.
+   * replicas. The engine reads it for each attempt and bounds the attempt by its command timeout
+   * plus this. Default: 0.
    */
   readonly acquireAllowance?: number;
   acquire(

@@ -190,8 +190,10 @@ export class Lock {
       return;
     }
     const held = this.held;
-    this.held = null;
-    await held?.release();
+    if (!held) return;
+    // Kept until the release succeeds: one that Redis did not answer may be retried by unlocking again.
+    await held.release();
+    if (this.held === held) this.held = null;
   }
 
   /**

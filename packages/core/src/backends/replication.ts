@@ -27,14 +27,23 @@ export interface ReplicationGate {
    * explicit `{ replicas }` always needs them.
    */
   stillNeeded(): Promise<boolean>;
+  /**
+   * How much longer than its round trips the next acquisition may take: WAIT's timeout when it
+   * may send one. Under `'auto'`, only once the server was seen with replicas: a server seen
+   * without them (or not seen yet: the attempt that first asks has time for a prompt WAIT) adds
+   * nothing to the deadline of a call made while it is down.
+   */
+  allowance(): number;
 }
 
 export function replicationGate(redis: RedisClient, replication: ReplicationOptions): ReplicationGate {
   checkReplication(replication, isCluster(redis));
-  if (replication === false || isCluster(redis)) return { plan: () => null, stillNeeded: async () => true };
+  if (replication === false || isCluster(redis)) {
+    return { plan: () => null, stillNeeded: async () => true, allowance: () => 0 };
+  }
   if (replication !== 'auto') {
     const plan = { replicas: replication.replicas, timeout: replication.timeout };
-    return { plan: () => plan, stillNeeded: async () => true };
+    return { plan: () => plan, stillNeeded: async () => true, allowance: () => plan.timeout };
   }
   let checkedAt = Number.NEGATIVE_INFINITY;
   let plan: WaitPlan | null = null;
@@ -47,13 +56,8 @@ export function replicationGate(redis: RedisClient, replication: ReplicationOpti
   return {
     plan: () => (performance.now() - checkedAt <= AUTO_RECHECK_MS ? plan : check()),
     stillNeeded: async () => (await check()) !== null,
+    allowance: () => plan?.timeout ?? 0,
   };
-}
-
-/** How much longer than a round trip an acquisition may take under `replication`: WAIT's own timeout. */
-export function replicationAllowance(redis: RedisClient, replication: ReplicationOptions): number {
-  if (replication === false || isCluster(redis)) return 0;
-  return replication === 'auto' ? AUTO.timeout : replication.timeout;
 }
 
 /** Sends `WAIT` on the caller's connection: it covers the writes sent before it there. Answers how many replicas confirmed. */

@@ -8,7 +8,7 @@ import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { MasterWatch } from './master-watch.js';
 import { ReleaseListener } from './release-listener.js';
-import { replicationAllowance, replicationGate, sendWait } from './replication.js';
+import { replicationGate, sendWait } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
 export interface SingleBackendOptions {
@@ -66,7 +66,9 @@ export function singleBackend(
   return {
     protocol,
     cluster,
-    acquireAllowance: replicationAllowance(redis, options.replication ?? 'auto'),
+    get acquireAllowance() {
+      return replication.allowance();
+    },
 
     async acquire(resource, owner, ttl, context) {
       const unchecked = checkEviction(resource);

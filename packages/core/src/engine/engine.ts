@@ -15,7 +15,14 @@ import {
 import type { AttemptContext, HandedGrant, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { bounded, isUnreachable, redacted, unavailable, withDeadline } from './deadline.js';
+import {
+  bounded,
+  CommandTimeoutError,
+  isUnreachable,
+  redacted,
+  unavailable,
+  withDeadline,
+} from './deadline.js';
 import {
   type AcquireEvent,
   type AcquireTraceContext,
@@ -283,13 +290,16 @@ class Engine implements Locker {
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled(
       held.map((hold, i) =>
-        hold.serial(() =>
-          Promise.allSettled(
+        hold.serial(async () => {
+          const releases = await Promise.allSettled(
             Array.from({ length: unreleased[i]! }, () =>
               withDeadline(this.backend.release(hold.resource, hold.owner, hold.token), this.timeout),
             ),
-          ),
-        ),
+          );
+          hold.closedRelease =
+            releases.find((release) => release.status === 'fulfilled' && release.value === 'released') ??
+            releases.at(-1);
+        }),
       ),
     );
     await withDeadline(this.backend.close(), this.timeout).catch(() => {});
@@ -313,14 +323,16 @@ class Engine implements Locker {
 
   extend(hold: Hold, ttl: number | undefined): Promise<void> {
     const lease = ttl === undefined ? hold.ttl : checkTtl(ttl);
+    const calledAt = this.clock();
     return hold.serial(async () => {
       this.assertHeld(hold);
+      const timeout = this.timeLeft(calledAt, hold.key, 'extend');
       const sentAt = this.clock();
       let result: Awaited<ReturnType<LockBackend['extend']>>;
       try {
         result = await bounded(
           this.backend.extend(hold.resource, hold.owner, hold.token, lease),
-          this.timeout,
+          timeout,
           hold.key,
           'extend',
         );
@@ -345,6 +357,17 @@ class Engine implements Locker {
     });
   }
 
+  /**
+   * What is left of `commandTimeout` for an operation called at `calledAt` that waited its turn
+   * behind the hold's renewal in flight: its deadline counts from the call. With nothing left
+   * (Redis did not answer that renewal either), it gives up unsent.
+   */
+  private timeLeft(calledAt: number, key: string, operation: string): number {
+    const left = calledAt + this.timeout - this.clock();
+    if (left <= 0) throw unavailable(new CommandTimeoutError(this.timeout), key, operation);
+    return left;
+  }
+
   releaseId(): string {
     lastRelease += 1;
     return this.tag + lastRelease.toString(16).padStart(24, '0');
@@ -360,29 +383,11 @@ class Engine implements Locker {
     if (hold.handles === 0) hold.renew = false;
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
+    const calledAt = this.clock();
     return hold.serial(async () => {
-      // A lost hold sends nothing: the lease ended or another owner took the key.
-      if (hold.lost && !(hold.lost.reason === 'closed' && beforeClose)) {
-        if (hold.handles === 0) this.forget(hold);
-        const result: ReleaseReply = hold.lost.reason === 'closed' ? 'released' : 'not-owner';
-        this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
-        return result;
-      }
       let result: ReleaseReply;
       try {
-        result = await withDeadline(
-          this.backend.release(
-            hold.resource,
-            hold.owner,
-            hold.token,
-            (grant) => this.queues.handOver(hold.resource, grant),
-            id,
-          ),
-          this.timeout,
-          (late) => {
-            if (late.status === 'fulfilled') hold.lateRelease = late.value;
-          },
-        );
+        result = await this.releaseReply(hold, id, beforeClose, calledAt);
       } catch (error) {
         hold.handles += 1;
         this.emit('release', hold, () => ({
@@ -392,14 +397,45 @@ class Engine implements Locker {
         }));
         throw unavailable(error, hold.key, 'release');
       }
-      // A retry after a release that timed out but landed: that earlier release freed the lock.
-      if (result === 'not-owner' && hold.lateRelease) result = hold.lateRelease;
       // Counted now, not when called: a re-entry granted while this release waited its turn (or
       // was on the wire) added a handle, which keeps the hold and its renewals.
       if (hold.handles === 0) this.forget(hold);
       this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
       return result;
     });
+  }
+
+  /** Redis's answer to one handle's release, sent only while the hold is ours to release. */
+  private async releaseReply(
+    hold: Hold,
+    id: string,
+    beforeClose: boolean,
+    calledAt: number,
+  ): Promise<ReleaseReply> {
+    if (hold.lost?.reason === 'closed' && !beforeClose) {
+      // `close()` released it, and this waited its turn behind that release.
+      const closed = hold.closedRelease;
+      if (closed?.status === 'rejected') throw closed.reason;
+      return closed?.value ?? 'released';
+    }
+    // A lost hold sends nothing: the lease ended or another owner took the key.
+    if (hold.lost && hold.lost.reason !== 'closed') return 'not-owner';
+    const timeout = this.timeLeft(calledAt, hold.key, 'release');
+    const result = await withDeadline(
+      this.backend.release(
+        hold.resource,
+        hold.owner,
+        hold.token,
+        (grant) => this.queues.handOver(hold.resource, grant),
+        id,
+      ),
+      timeout,
+      (late) => {
+        if (late.status === 'fulfilled') hold.lateRelease = late.value;
+      },
+    );
+    // A retry after a release that timed out but landed: that earlier release freed the lock.
+    return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
   }
 
   private request(key: string, options: AcquireOptions): Request {

@@ -25,6 +25,8 @@ export class Hold {
   lost: LockLostError | undefined;
   /** What a release that was given up on answered when it landed after all. */
   lateRelease: ReleaseReply | undefined;
+  /** How `close()`'s release of the handles left ended: what a release called after it answers. */
+  closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
   confirmed = false;
 

@@ -1,4 +1,4 @@
-import { createLocker } from '@lock/core';
+import { createLocker, type SingleBackendOptions, singleBackend, tokenProtocol } from '@lock/core';
 import { startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 
@@ -21,4 +21,30 @@ it("'auto' takes a master that lost its replicas since it last asked at its word
   expect((await locker.inspect('after')).owner).toBe(lock.owner);
   expect(await lock.release()).toBe('released');
   await locker.close();
+});
+
+it("adds WAIT's timeout to an attempt's deadline only once 'auto' has seen replicas, so a call made while Redis is down is not held longer", async () => {
+  await using master = await startRedis();
+  const backendOf = (replication?: SingleBackendOptions['replication']) =>
+    singleBackend(master.client(), tokenProtocol(), { replication });
+  const auto = backendOf();
+  // Not seen yet: the attempt that first asks has time for a prompt WAIT within the command timeout.
+  expect(auto.acquireAllowance).toBe(0);
+  await auto.acquire('lock:alone', 'owner', 10_000);
+  expect(auto.acquireAllowance).toBe(0);
+  expect(backendOf({ replicas: 1, timeout: 400 }).acquireAllowance).toBe(400);
+  expect(backendOf(false).acquireAllowance).toBe(0);
+
+  const replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
+  const admin = master.client();
+  await waitFor('the replica to connect', async () =>
+    /connected_slaves:1/.test(await admin.info('replication')),
+  );
+  await admin.set('warm-up', '1', 'PX', 60_000);
+  expect(await admin.call('WAIT', 1, 10_000)).toBe(1);
+  const replicated = backendOf();
+  await replicated.acquire('lock:replicated', 'owner', 10_000);
+  expect(replicated.acquireAllowance).toBe(250);
+  await Promise.all([auto.close(), replicated.close()]);
+  await replica.stop();
 });
