@@ -124,6 +124,13 @@ export interface LockProtocol {
    */
   validate(resource: string, cluster: boolean): void;
   /**
+   * Refuses, before anything is written, a ttl (ms) this protocol cannot store (throws
+   * `InvalidOptionError`), such as one that is not whole seconds for a format in seconds. The
+   * engine checks every ttl it is given with it: the locker's, each acquisition's, each extend's.
+   * Optional.
+   */
+  checkTtl?(ttl: number): void;
+  /**
    * The key that holds the lock; every other key of the lock shares its cluster slot. Lets a
    * cluster backend batch renewals per slot. Optional: without it renewals are sent one by one.
    */

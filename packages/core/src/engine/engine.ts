@@ -176,7 +176,7 @@ class Engine implements Locker {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
     const given: EngineOptions = options;
     this.prefix = given.prefix === undefined ? 'lock:' : checkPrefix(given.prefix);
-    this.ttl = given.ttl === undefined ? DEFAULT_TTL : checkTtl(given.ttl);
+    this.ttl = this.lease(given.ttl ?? DEFAULT_TTL);
     this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
     this.renew = checkBoolean(given.renew, 'renew') ?? true;
     this.reentrant = checkBoolean(given.reentrant, 'reentrant') ?? true;
@@ -322,7 +322,7 @@ class Engine implements Locker {
   }
 
   extend(hold: Hold, ttl: number | undefined): Promise<void> {
-    const lease = ttl === undefined ? hold.ttl : checkTtl(ttl);
+    const lease = ttl === undefined ? hold.ttl : this.lease(ttl);
     const calledAt = this.clock();
     return hold.serial(async () => {
       this.assertHeld(hold);
@@ -355,6 +355,13 @@ class Engine implements Locker {
       this.watchdog.reschedule(hold);
       this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: false }));
     });
+  }
+
+  /** A ttl checked by the engine's rules and the protocol's own (a format in whole seconds), before anything is written. */
+  private lease(ttl: unknown): number {
+    const checked = checkTtl(ttl);
+    this.backend.protocol.checkTtl?.(checked);
+    return checked;
   }
 
   /**
@@ -454,7 +461,7 @@ class Engine implements Locker {
       owner: explicit ?? enclosing?.owner ?? this.newOwner(),
       fresh: explicit === undefined && enclosing === undefined,
       enclosing,
-      ttl: given.ttl === undefined ? this.ttl : checkTtl(given.ttl),
+      ttl: given.ttl === undefined ? this.ttl : this.lease(given.ttl),
       wait: given.wait === undefined ? this.wait : checkWait(given.wait),
       renew: checkBoolean(given.renew, 'renew') ?? (this.renew && !fixedLease),
       retry: checkRetry(given.retry, this.retry),

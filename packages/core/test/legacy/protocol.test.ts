@@ -1,4 +1,5 @@
-import { InvalidKeyError, InvalidOptionError, legacyProtocol } from '@lock/core';
+import { createLocker, InvalidKeyError, InvalidOptionError, legacyProtocol } from '@lock/core';
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { serverSeconds, useRedis } from './fixture.js';
 
@@ -194,6 +195,32 @@ describe('legacy protocol inputs', () => {
     expect(await t.redis.dbsize()).toBe(0);
   });
 
+  it('refuses misspelt options and a missing options object by name', () => {
+    expect(() => legacyProtocol({ unti: 's' } as never)).toThrow(
+      /"unti": "s" \(expected one of the legacy protocol options: unit, skewMargin\)/,
+    );
+    expect(() => legacyProtocol(null as never)).toThrow(/"options": null/);
+  });
+
+  it("checks a locker's ttl in seconds before its first command, as its own acquire script would", async () => {
+    const protocol = legacyProtocol({ unit: 's' });
+    expect(() => createLocker({ redis: t.redis, protocol, ttl: 1_500 })).toThrow(/"ttl": 1500/);
+    // A counter already there: a new locker's first acquisition would stamp it before its script.
+    const warm = createLocker({ redis: t.redis, protocol, ttl: 2_000 });
+    await (await warm.acquire('{seconds}:1')).release();
+    await warm.close();
+    const locker = createLocker({ redis: t.redis, protocol, ttl: 2_000 });
+    const before = await commandsRun(t.redis);
+    await expect(locker.acquire('{seconds}:2', { ttl: 1_500 })).rejects.toThrow(/"ttl": 1500/);
+    await expect(locker.tryAcquire('{seconds}:2', { ttl: 999 })).rejects.toThrow(InvalidOptionError);
+    expect(await commandsRun(t.redis)).toBe(before);
+    const lock = await locker.acquire('{seconds}:2');
+    await expect(lock.extend(2_500)).rejects.toThrow(/"ttl": 2500/);
+    expect(await t.redis.ttl('lock:{seconds}:2')).toBe(3);
+    await lock.release();
+    await locker.close();
+  });
+
   it('requires a {hash tag} on a cluster, where lock and fence must share a slot', () => {
     const legacy = legacyProtocol();
     expect(() => legacy.validate('lock_goods:300', true)).toThrow(InvalidKeyError);
@@ -222,3 +249,13 @@ describe('legacy protocol inputs', () => {
     expect(await t.redis.get('{tag:#}:fences')).toBe(String(tagged.fence));
   });
 });
+
+/** Commands the server has run, INFO's own calls left out. */
+async function commandsRun(redis: Redis): Promise<number> {
+  const stats = await redis.info('commandstats');
+  let calls = 0;
+  for (const [, name, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (name !== 'info') calls += Number(count);
+  }
+  return calls;
+}

@@ -1,3 +1,4 @@
+import { refuseUnknown } from '../../engine/options.js';
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { fenceCounter } from '../../fence-counter.js';
 import nextFenceLua from '../../next-fence.lua';
@@ -47,6 +48,8 @@ const NOT_A_TIMESTAMP = -2;
  * key only past `skewMargin`, compare-and-delete release with the value we wrote as the token.
  */
 export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
+  // A misspelt `unit` would silently write ms where the PHP fleet reads seconds.
+  refuseUnknown(options, ['unit', 'skewMargin'], 'the legacy protocol options');
   const unit = options.unit ?? 'ms';
   if (unit !== 'ms' && unit !== 's') throw new InvalidOptionError('unit', unit, '"ms" or "s"');
   const skewMargin = options.skewMargin ?? 2_000;
@@ -75,6 +78,10 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
     validate(resource, cluster) {
       legacyKeys(resource);
       requireHashTagOnCluster(resource, cluster);
+    },
+
+    checkTtl(ttl) {
+      leaseUnits(unit, ttl);
     },
 
     lockKey(resource) {
