@@ -35,6 +35,12 @@ describe('createLocker', () => {
     expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
       /replication.replicas/,
     );
+    expect(() =>
+      createLocker({ redis, replication: { replicas: 1, timeout: 10, timout: 5 } as never }),
+    ).toThrow(/invalid option "timout": 5 \(expected one of the replication options: replicas, timeout\)/);
+    expect(() => createLocker({ redis, replication: { replicas: 1, timeout: 2 ** 40 } })).toThrow(
+      /invalid option "replication.timeout": 1099511627776/,
+    );
     expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/invalid option "timeout"/);
     expect(await redis.dbsize()).toBe(keys);
   });

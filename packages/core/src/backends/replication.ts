@@ -1,3 +1,4 @@
+import { checkTtl, refuseUnknown } from '../engine/options.js';
 import { InvalidOptionError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
 import { isCluster } from '../topology.js';
@@ -78,13 +79,12 @@ export function checkReplication(value: unknown, cluster: boolean): asserts valu
       "'auto' or false on a cluster (WAIT gating is per node)",
     );
   }
+  refuseUnknown(value, ['replicas', 'timeout'], 'the replication options');
   const { replicas, timeout } = value as { replicas?: unknown; timeout?: unknown };
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     throw new InvalidOptionError('replication.replicas', replicas, 'a positive integer');
   }
-  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
-    throw new InvalidOptionError('replication.timeout', timeout, 'a positive integer number of ms');
-  }
+  checkTtl(timeout, 'replication.timeout');
 }
 
 async function connectedReplicas(redis: RedisClient): Promise<number> {

@@ -1,6 +1,9 @@
 import { LockError, LockUnavailableError } from '../errors.js';
 import { detached } from './detached.js';
 
+/** The longest delay a Node timer takes. */
+const MAX_TIMER = 2 ** 31 - 1;
+
 /** The reason a call that Redis did not answer in time gives up with. */
 export class CommandTimeoutError extends Error {
   override name = 'CommandTimeoutError';
@@ -82,7 +85,9 @@ class Deadlines {
     this.timerAt = at;
     // The process's one timer, re-armed from its own callback: armed in a call's context, it would
     // hold that context (a request's, with its spans) alive for as long as calls keep it armed.
-    this.timer = detached(() => setTimeout(this.fire, Math.max(0, at - performance.now())));
+    // Node fires a longer timer at once (TimeoutOverflowWarning): a far deadline is re-armed instead.
+    const delay = Math.min(MAX_TIMER, Math.max(0, at - performance.now()));
+    this.timer = detached(() => setTimeout(this.fire, delay));
     if (this.size === 0) this.timer.unref();
   }
 
