@@ -23,10 +23,15 @@ export {
 } from './engine/events.js';
 export {
   checkKey,
+  checkMs,
   checkPrefix,
   checkRetry,
+  checkTtl,
+  checkWait,
   DEFAULT_COMMAND_TIMEOUT,
   DEFAULT_RETRY,
+  MAX_TTL,
+  MIN_TTL,
 } from './engine/options.js';
 export {
   AcquireTimeoutError,

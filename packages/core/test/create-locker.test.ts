@@ -31,6 +31,10 @@ describe('createLocker', () => {
       /invalid option "protocol": "redlock"/,
     );
     expect(() => createLocker({ redis, ttl: 0 })).toThrow(/invalid option "ttl": 0/);
+    // A lease shorter than a round trip may take would come back expired from every grant.
+    expect(() => createLocker({ redis, ttl: 9 })).toThrow(
+      /invalid option "ttl": 9 \(expected an integer number of ms from 10 to/,
+    );
     expect(() => createLocker({ redis, retry: { base: 100, max: 10 } })).toThrow(/retry.max/);
     expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
       /replication.replicas/,

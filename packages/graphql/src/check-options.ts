@@ -1,6 +1,5 @@
-import { InvalidOptionError } from '@lock/core';
+import { checkTtl, checkWait, InvalidOptionError } from '@lock/core';
 import { type GraphQLError, specifiedDirectives } from 'graphql';
-import { isTtl, isWait } from './durations.js';
 import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
 
 const KNOWN: readonly (keyof LockedDirectiveOptions)[] = [
@@ -36,10 +35,8 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
   // The schema would declare its own @include (or @skip…), which breaks every query using it.
   if (BUILT_IN.includes(name))
     throw new InvalidOptionError('name', name, `a name other than GraphQL's own ${BUILT_IN.join(', ')}`);
-  if (ttl !== undefined && !isTtl(ttl))
-    throw new InvalidOptionError('ttl', ttl, 'a positive integer number of ms below 2^31');
-  if (wait !== undefined && !isWait(wait))
-    throw new InvalidOptionError('wait', wait, 'a non-negative integer number of ms, or Infinity');
+  if (ttl !== undefined) checkTtl(ttl);
+  if (wait !== undefined) checkWait(wait);
   return {
     locker,
     name,

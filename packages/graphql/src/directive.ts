@@ -1,4 +1,5 @@
 import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
+import { MAX_TTL, MIN_TTL } from '@lock/core';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
@@ -12,7 +13,7 @@ import {
 } from 'graphql';
 import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
-import { isTtl, isWait, MAX_MS } from './durations.js';
+import { isTtl, isWait } from './durations.js';
 import { type LockedField, lockedResolver } from './locked-resolver.js';
 import type { LockedDirectiveOptions, Settings } from './options.js';
 import { parseTemplate } from './template.js';
@@ -116,12 +117,12 @@ function lockedField(
   if (ttl != null && !isTtl(ttl))
     throw new LockedDirectiveError(
       coordinate,
-      `${at}(ttl: ${show(ttl)}) must be an integer number of ms from 1 to ${MAX_MS}`,
+      `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
     );
   if (wait != null && !isWait(wait))
     throw new LockedDirectiveError(
       coordinate,
-      `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_MS}`,
+      `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_TTL}`,
     );
   return {
     coordinate,

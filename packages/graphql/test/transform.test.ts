@@ -81,7 +81,7 @@ describe('templates are checked when the schema is transformed', () => {
     [
       'a negative ttl',
       'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: -1) } type Query { x: Int }',
-      'Mutation.payOrder: @locked(ttl: -1) must be an integer number of ms from 1 to 2147483647',
+      'Mutation.payOrder: @locked(ttl: -1) must be an integer number of ms from 10 to 2147483647',
     ],
     [
       'a key function named after a member of Object.prototype',
@@ -148,7 +148,7 @@ describe('fields the directive refuses', () => {
       'Query.order: @locked(wait: 1.5) must be an integer number of ms from 0 to 2147483647',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', ttl: 2 ** 31 } }))).toThrow(
-      'Query.order: @locked(ttl: 2147483648) must be an integer number of ms from 1 to 2147483647',
+      'Query.order: @locked(ttl: 2147483648) must be an integer number of ms from 10 to 2147483647',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: [{ key: 'a' }, { key: 'b' }] }))).toThrow(
       'Query.order: has @locked 2 times',
@@ -169,7 +169,7 @@ describe('directive values are printed as given', () => {
     [
       'a string ttl',
       { key: 'o', ttl: '0' },
-      'Query.order: @locked(ttl: "0") must be an integer number of ms from 1 to 2147483647',
+      'Query.order: @locked(ttl: "0") must be an integer number of ms from 10 to 2147483647',
     ],
     [
       'a list wait',
@@ -179,7 +179,7 @@ describe('directive values are printed as given', () => {
     [
       'a NaN ttl',
       { key: 'o', ttl: Number.NaN },
-      'Query.order: @locked(ttl: NaN) must be an integer number of ms from 1 to 2147483647',
+      'Query.order: @locked(ttl: NaN) must be an integer number of ms from 10 to 2147483647',
     ],
     ['a list key', { key: ['o'] }, 'Query.order: @locked(key: ["o"]) must be a key template string'],
   ])('refuses %s, naming its value', (_, directive, message) => {
@@ -192,7 +192,7 @@ describe('factory options', () => {
   it.each([
     [{ locker: undefined }, 'invalid option "locker": undefined (expected a Locker)'],
     [{ name: 'lock-ed' }, 'invalid option "name": "lock-ed" (expected a GraphQL name)'],
-    [{ ttl: 0 }, 'invalid option "ttl": 0 (expected a positive integer number of ms below 2^31)'],
+    [{ ttl: 0 }, 'invalid option "ttl": 0 (expected an integer number of ms from 10 to 2147483647)'],
     [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],
     [{ keys: { cart: 'x' } }, 'invalid option "keys.cart": "x" (expected a function)'],
     [

@@ -1,7 +1,7 @@
-import { AcquireTimeoutError, checkKey, LockBusyError } from '@lock/core';
+import { AcquireTimeoutError, checkKey, checkTtl, LockBusyError } from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
-import { checkMs, PARAMETER_NAMES, refuseUnknown } from './options.js';
+import { checkOptionalMs, PARAMETER_NAMES, refuseUnknown } from './options.js';
 import { type ThreadOptions, threadOf } from './thread.js';
 
 /** Options of `lock()`. */
@@ -35,7 +35,7 @@ const LOCK_RENAMED = {
 };
 
 function checkWait(wait: unknown): number {
-  return wait === undefined || wait === 0 ? 0 : (checkMs(wait, 'wait') as number);
+  return wait === undefined || wait === 0 ? 0 : (checkOptionalMs(wait, 'wait') as number);
 }
 
 /** The thread a call without acquisition acts as, after checking its options. */
@@ -138,7 +138,7 @@ export class RLock {
   private request(method: string, options: TryLockOptions, wait: number | undefined): AcquireRequest {
     if (wait === undefined) refuseUnknown(options, TRY_LOCK_OPTIONS, method);
     else refuseUnknown(options, LOCK_OPTIONS, method, LOCK_RENAMED);
-    const lease = checkMs(options.lease, 'lease');
+    const lease = options.lease === undefined ? undefined : checkTtl(options.lease, 'lease');
     return {
       wait: wait ?? checkWait(options.wait),
       ...(lease === undefined ? {} : { lease }),

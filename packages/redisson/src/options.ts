@@ -1,7 +1,9 @@
 import {
+  checkMs,
   checkPrefix,
   checkReplication,
   checkRetry,
+  checkTtl,
   DEFAULT_RETRY,
   InvalidOptionError,
   isCluster,
@@ -99,9 +101,9 @@ export function checkOptions(options: RedissonOptions): void {
   refuseKeyPrefix(redis);
   // The engine's own checks, run here so that a bad value fails createRedisson, not a later lock().
   if (options.prefix !== undefined) checkPrefix(options.prefix);
-  checkMs(options.lockWatchdogTimeout, 'lockWatchdogTimeout');
-  checkMs(options.fairLockWaitTimeout, 'fairLockWaitTimeout');
-  checkMs(options.commandTimeout, 'commandTimeout');
+  if (options.lockWatchdogTimeout !== undefined) checkTtl(options.lockWatchdogTimeout, 'lockWatchdogTimeout');
+  checkOptionalMs(options.fairLockWaitTimeout, 'fairLockWaitTimeout');
+  checkOptionalMs(options.commandTimeout, 'commandTimeout');
   if (options.replication !== undefined) checkReplication(options.replication, isCluster(redis));
   checkRetry(options.retry, DEFAULT_RETRY);
 }
@@ -138,10 +140,6 @@ interface ClientOptions {
 }
 
 /** Checks an optional duration in ms: a positive integer below 2^31. */
-export function checkMs(value: unknown, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value >= 2 ** 31) {
-    throw new InvalidOptionError(name, value, 'a positive integer number of ms below 2^31');
-  }
-  return value;
+export function checkOptionalMs(value: unknown, name: string): number | undefined {
+  return value === undefined ? undefined : checkMs(value, name);
 }

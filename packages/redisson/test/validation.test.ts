@@ -186,6 +186,8 @@ describe('input checks and thread ranges', () => {
         [{ replication: null }, 'replication', 'null'],
         [{ replication: { replicas: 0, timeout: 100 } }, 'replication.replicas', '0'],
         [{ replication: { replicas: 1 } }, 'replication.timeout', 'undefined'],
+        [{ replication: { replicas: 1, timeout: 10, timout: 5 } }, 'timout', '5'],
+        [{ lockWatchdogTimeout: 9 }, 'lockWatchdogTimeout', '9'],
       ];
       for (const [options, option, shown] of cases) {
         const error = thrown(() => createRedisson({ redis, ...options } as RedissonOptions));

@@ -1,4 +1,4 @@
-import { checkTtl, refuseUnknown } from '../engine/options.js';
+import { checkMs, refuseUnknown } from '../engine/options.js';
 import { InvalidOptionError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
 import { isCluster } from '../topology.js';
@@ -84,7 +84,7 @@ export function checkReplication(value: unknown, cluster: boolean): asserts valu
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     throw new InvalidOptionError('replication.replicas', replicas, 'a positive integer');
   }
-  checkTtl(timeout, 'replication.timeout');
+  checkMs(timeout, 'replication.timeout');
 }
 
 async function connectedReplicas(redis: RedisClient): Promise<number> {

@@ -40,6 +40,7 @@ import {
   checkBoolean,
   checkClock,
   checkKey,
+  checkMs,
   checkOwner,
   checkPrefix,
   checkRetry,
@@ -183,7 +184,7 @@ class Engine implements Locker {
     this.timeout =
       given.commandTimeout === undefined
         ? DEFAULT_COMMAND_TIMEOUT
-        : checkTtl(given.commandTimeout, 'commandTimeout');
+        : checkMs(given.commandTimeout, 'commandTimeout');
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');

@@ -3,6 +3,8 @@ import type { AcquireOptions, RetryOptions, UsingOptions } from '../types.js';
 
 /** Largest ttl Redis timers and Node timers both accept. */
 export const MAX_TTL = 2 ** 31 - 1;
+/** Shortest ttl: a lease must outlast the round trip that takes it, with room to use it. */
+export const MIN_TTL = 10;
 /** Longest key accepted, in UTF-8 bytes: long enough for any sane name, short of abuse. */
 export const MAX_KEY_BYTES = 4096;
 
@@ -30,9 +32,21 @@ export function refuseUnknown(
   }
 }
 
-export function checkTtl(value: unknown, name = 'ttl'): number {
+/** A duration in ms (a command timeout, a backoff step): a positive integer below 2^31. */
+export function checkMs(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_TTL) {
     throw new InvalidOptionError(name, value, `a positive integer number of ms below 2^31`);
+  }
+  return value;
+}
+
+/**
+ * A lock's ttl in ms: from `MIN_TTL` to 2^31 - 1. A shorter lease ends before Redis's answer is
+ * back, so every grant would be given back as expired and a free lock reported busy.
+ */
+export function checkTtl(value: unknown, name = 'ttl'): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < MIN_TTL || value > MAX_TTL) {
+    throw new InvalidOptionError(name, value, `an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`);
   }
   return value;
 }
@@ -50,8 +64,8 @@ export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Re
   if (typeof value !== 'object' || value === null) throw new InvalidOptionError('retry', value, 'an object');
   refuseUnknown(value, ['base', 'max', 'jitter'], 'retry');
   const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
-  checkTtl(retry.base, 'retry.base');
-  checkTtl(retry.max, 'retry.max');
+  checkMs(retry.base, 'retry.base');
+  checkMs(retry.max, 'retry.max');
   if (retry.max < retry.base)
     throw new InvalidOptionError('retry.max', retry.max, `at least retry.base (${retry.base})`);
   if (typeof retry.jitter !== 'number' || !(retry.jitter >= 0 && retry.jitter <= 1)) {

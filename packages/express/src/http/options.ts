@@ -1,4 +1,4 @@
-import { type AcquireOptions, InvalidOptionError, type Locker } from '@lock/core';
+import { type AcquireOptions, checkTtl, checkWait, InvalidOptionError, type Locker } from '@lock/core';
 import { type KeyTemplate, parseKeyTemplate } from './key-template.js';
 import { DEFAULT_BUSY_MESSAGE } from './refusal.js';
 
@@ -76,7 +76,6 @@ const COMMON = [
   'logger',
   'validate',
 ];
-const MAX_MS = 2 ** 31 - 1;
 
 /**
  * Checks the shared options (and that no name outside them and `extra` is given), throwing
@@ -172,21 +171,6 @@ function checkKey<C>(key: CommonLockOptions<C>['key']): LockSettings<C>['key'] {
     key,
     "a template such as 'order:{params.id}' or a function of the request",
   );
-}
-
-function checkTtl(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_MS) {
-    throw new InvalidOptionError('ttl', value, 'a positive integer number of ms below 2^31');
-  }
-  return value;
-}
-
-function checkWait(value: unknown): number {
-  if (value === Number.POSITIVE_INFINITY) return value;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_MS) {
-    throw new InvalidOptionError('wait', value, 'a non-negative integer number of ms, or Infinity');
-  }
-  return value;
 }
 
 function checkBoolean(value: unknown, name: string): boolean {

@@ -9,7 +9,7 @@ import {
 import { AcquireScript } from '../attempt.js';
 import { RLockProtocol, UNLOCK_MESSAGE } from '../lock/protocol.js';
 import { fairQueue, fairTimeouts, fenceCounter, lockChannel } from '../names.js';
-import { checkMs } from '../options.js';
+import { checkOptionalMs } from '../options.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
@@ -49,7 +49,7 @@ export class FairLockProtocol extends RLockProtocol {
 
   constructor(options: FairLockProtocolOptions = {}) {
     super();
-    this.waitTimeout = checkMs(options.waitTimeout, 'waitTimeout') ?? FAIR_WAIT_ALLOWANCE;
+    this.waitTimeout = checkOptionalMs(options.waitTimeout, 'waitTimeout') ?? FAIR_WAIT_ALLOWANCE;
     const now = options.now ?? Date.now;
     if (typeof now !== 'function') throw new InvalidOptionError('now', now, 'a function answering epoch ms');
     this.now = now;
