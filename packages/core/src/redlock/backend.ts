@@ -5,17 +5,13 @@ import { fanOut } from './fan-out.js';
 import { inspectOnQuorum } from './inspect.js';
 import { QuorumListeners } from './listen.js';
 import {
+  callTimeout,
   type QuorumBackendOptions,
   type QuorumContext,
   type QuorumStats,
   resolveQuorumOptions,
 } from './options.js';
 import { releaseOnQuorum } from './release.js';
-
-/** Rounds of one acquire at most (attempt, fence write-back, release of leftovers). */
-const ROUNDS_PER_CALL = 3;
-/** Margin on top of the rounds: the verdict on a silent master waits for the event loop's next check phase. */
-const ROUND_SLACK = 50;
 
 /** A RedLock backend: any protocol run on N independent masters, decided by majority. */
 export interface QuorumBackend extends LockBackend {
@@ -52,7 +48,7 @@ export function backendOn(context: QuorumContext): QuorumBackend {
     cluster: false,
     nodes: context.clients.length,
     quorum: context.quorum,
-    callTimeout: ROUNDS_PER_CALL * context.nodeTimeout + ROUND_SLACK,
+    callTimeout: callTimeout(context.nodeTimeout),
     stats: context.stats,
 
     acquire(resource, owner, ttl, attempt) {

@@ -1,3 +1,4 @@
+import { checkMs, MAX_TTL } from '../engine/options.js';
 import { InvalidOptionError } from '../errors.js';
 import type { LockProtocol, RedisClient } from '../protocol.js';
 import { tokenProtocol } from '../protocols/token/token.js';
@@ -12,10 +13,10 @@ export interface QuorumBackendOptions {
    */
   readonly clients: readonly RedisClient[];
   /**
-   * The wire format run on every master. It must implement `raiseFence`, the write half of the
-   * quorum fence. Default: the token protocol.
+   * The wire format run on every master: `'token'`, or a protocol that implements `raiseFence`,
+   * the write half of the quorum fence. Default: `'token'`.
    */
-  readonly protocol?: LockProtocol;
+  readonly protocol?: LockProtocol | 'token';
   /**
    * How long to wait for one master's answer, in ms, before counting it as timed out; keep it
    * small against the ttl so a dead master does not eat the lease, yet above a connection
@@ -53,6 +54,17 @@ export interface QuorumContext {
   readonly stats: QuorumStats;
 }
 
+/** Rounds of one acquire at most (attempt, fence write-back, release of leftovers). */
+const ROUNDS_PER_CALL = 3;
+/** Margin on top of the rounds: the verdict on a silent master waits for the event loop's next check phase. */
+const ROUND_SLACK = 50;
+const MAX_NODE_TIMEOUT = Math.floor((MAX_TTL - ROUND_SLACK) / ROUNDS_PER_CALL);
+
+/** How long one call over the masters may take with `nodeTimeout`: the engine's command timeout for RedLock. */
+export function callTimeout(nodeTimeout: number): number {
+  return ROUNDS_PER_CALL * nodeTimeout + ROUND_SLACK;
+}
+
 /** Checks every option before anything is sent and fills in the defaults. */
 export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumContext {
   const { clients } = options;
@@ -76,23 +88,32 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
       'distinct clients (one per independent master)',
     );
   }
-  const protocol = options.protocol ?? tokenProtocol();
-  if (typeof protocol.raiseFence !== 'function') {
-    throw new InvalidOptionError('protocol', protocol.name, 'a protocol that implements raiseFence');
+  const given: unknown = options.protocol;
+  const protocol = given === undefined || given === 'token' ? tokenProtocol() : given;
+  if (typeof (protocol as Partial<LockProtocol> | null)?.raiseFence !== 'function') {
+    const shown =
+      typeof protocol === 'object' && protocol !== null ? (protocol as { name?: unknown }).name : protocol;
+    throw new InvalidOptionError('protocol', shown, "'token' or a protocol that implements raiseFence");
   }
-  const nodeTimeout = options.nodeTimeout ?? 250;
-  if (!Number.isFinite(nodeTimeout) || nodeTimeout <= 0) {
-    throw new InvalidOptionError('nodeTimeout', nodeTimeout, 'a positive number of ms');
+  const nodeTimeout = options.nodeTimeout === undefined ? 250 : checkMs(options.nodeTimeout, 'nodeTimeout');
+  // The engine's deadline for a call is made of it: it must stay a timer Node can arm.
+  if (callTimeout(nodeTimeout) > MAX_TTL) {
+    throw new InvalidOptionError('nodeTimeout', nodeTimeout, `at most ${MAX_NODE_TIMEOUT} ms`);
   }
-  const driftFactor = options.driftFactor ?? 0.01;
-  if (!Number.isFinite(driftFactor) || driftFactor < 0 || driftFactor >= 1) {
+  const driftFactor = options.driftFactor === undefined ? 0.01 : options.driftFactor;
+  if (
+    typeof driftFactor !== 'number' ||
+    !Number.isFinite(driftFactor) ||
+    driftFactor < 0 ||
+    driftFactor >= 1
+  ) {
     throw new InvalidOptionError(
       'driftFactor',
       driftFactor,
       'a fraction from 0 (inclusive) to 1 (exclusive)',
     );
   }
-  const clock = options.clock ?? (() => performance.now());
+  const clock = options.clock === undefined ? () => performance.now() : options.clock;
   if (typeof clock !== 'function')
     throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
   return {

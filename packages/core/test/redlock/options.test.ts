@@ -37,6 +37,18 @@ describe('RedLock options', () => {
     ['a drift factor of 1', { clients: [a, b, c], driftFactor: 1 }, 'driftFactor', '1'],
     ['a negative drift factor', { clients: [a, b, c], driftFactor: -0.1 }, 'driftFactor', '-0.1'],
     ['a clock that is not a function', { clients: [a, b, c], clock: 5 }, 'clock', '5'],
+    ['a fractional node timeout', { clients: [a, b, c], nodeTimeout: 1.5 }, 'nodeTimeout', '1.5'],
+    // Three rounds of it would make a command timeout no Node timer can arm.
+    ['a node timeout of 1e9 ms', { clients: [a, b, c], nodeTimeout: 1e9 }, 'nodeTimeout', '1000000000'],
+    ['a null node timeout', { clients: [a, b, c], nodeTimeout: null }, 'nodeTimeout', 'null'],
+    ['a null drift factor', { clients: [a, b, c], driftFactor: null }, 'driftFactor', 'null'],
+    ['a null clock', { clients: [a, b, c], clock: null }, 'clock', 'null'],
+    [
+      'a protocol named by a string other than token',
+      { clients: [a, b, c], protocol: 'legacy' },
+      'protocol',
+      '"legacy"',
+    ],
   ])('refuses %s', (_, options, option, shown) => {
     const error = refusal(() => quorumBackend(options as never));
     expect(error.option).toBe(option);
@@ -57,6 +69,10 @@ describe('RedLock options', () => {
       'nodeTimeout',
     );
     expect(a.status).toBe('wait');
+  });
+
+  it("takes 'token' for the token protocol, as createLocker does", () => {
+    expect(quorumBackend({ clients: [a, b, c], protocol: 'token' }).protocol.name).toBe('token');
   });
 
   it('reports the quorum of its masters', () => {
