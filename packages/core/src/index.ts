@@ -30,6 +30,7 @@ export {
   checkWait,
   DEFAULT_COMMAND_TIMEOUT,
   DEFAULT_RETRY,
+  MAX_KEY_BYTES,
   MAX_TTL,
   MIN_TTL,
 } from './engine/options.js';

@@ -60,6 +60,19 @@ describe('key templates', () => {
     );
   });
 
+  it('refuses a template whose text alone makes every key longer than a locker takes', () => {
+    // A value is at least one byte: 4094 + ":" + 1 is the longest key the locker takes.
+    expect(parseKeyTemplate(`${'k'.repeat(4_094)}:{params.id}`).parts).toHaveLength(2);
+    expect(() => parseKeyTemplate(`${'k'.repeat(4_095)}:{params.id}`)).toThrow(
+      expect.objectContaining({
+        name: 'KeyTemplateError',
+        message: expect.stringContaining(
+          'its text alone makes keys longer than the 4096 bytes a locker takes',
+        ),
+      }),
+    );
+  });
+
   it.each([
     [{ query: {} }, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],
     [{ query: { id: '' } }, 'ERR_LOCK_HTTP_MISSING_VALUE', 400],

@@ -1,4 +1,4 @@
-import { keyValueEscaper } from '@lock/core';
+import { keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -75,6 +75,13 @@ export function parseTemplate(
   literal += template.slice(from);
   if (literal) parts.push(literal);
   if (parts.length === 0) throw refuse('is empty');
+  // Over the locker's limit with every value one byte long: every call would be refused.
+  const shortest = parts.reduce(
+    (bytes, part) => bytes + (typeof part === 'string' ? Buffer.byteLength(part) : 1),
+    0,
+  );
+  if (shortest > MAX_KEY_BYTES)
+    throw refuse(`makes keys longer than the ${MAX_KEY_BYTES} bytes a locker takes by its text alone`);
   const escapeValue = keyValueEscaper(separators(parts, refuse));
   return {
     build(args, context, info) {

@@ -98,6 +98,11 @@ describe('templates are checked when the schema is transformed', () => {
       String.raw`type Mutation { pay(a: ID!, b: ID!): Int @locked(key: "pair:{args.a}\\{args.b}") } type Query { x: Int }`,
       String.raw`Mutation.pay: @locked(key: "pair:{args.a}\\{args.b}") has a backslash right after {args.a}: its values could not be told apart, start the separator with another character`,
     ],
+    [
+      'a key whose text alone is longer than a locker takes',
+      `type Mutation { pay(id: ID!): Int @locked(key: "${'k'.repeat(4_095)}:{args.id}") } type Query { x: Int }`,
+      'makes keys longer than the 4096 bytes a locker takes by its text alone',
+    ],
   ])('refuses %s, naming the field and the argument', (_, sdl, message) => {
     expect(transform(sdl)).toThrowError(LockedDirectiveError);
     expect(transform(sdl)).toThrow(message);

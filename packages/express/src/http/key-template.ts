@@ -1,4 +1,4 @@
-import { keyValueEscaper } from '@lock/core';
+import { keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
 import { KeyTemplateError, RequestKeyError } from './errors.js';
 
 /** Where a placeholder reads its value from. */
@@ -64,6 +64,17 @@ export function parseKeyTemplate(template: string): KeyTemplate {
     }
     parts.push(placeholder(template, template.slice(open + 1, close)));
     at = close + 1;
+  }
+  // Over the locker's limit with every value one byte long: every request would be refused.
+  const shortest = parts.reduce(
+    (bytes, part) => bytes + (typeof part === 'string' ? Buffer.byteLength(part) : 1),
+    0,
+  );
+  if (shortest > MAX_KEY_BYTES) {
+    throw new KeyTemplateError(
+      template,
+      `its text alone makes keys longer than the ${MAX_KEY_BYTES} bytes a locker takes`,
+    );
   }
   const sources = new Set(parts.flatMap((part) => (typeof part === 'string' ? [] : [part.source])));
   return { template, parts, sources, escape: keyValueEscaper(separators(template, parts)) };
