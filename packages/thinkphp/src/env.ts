@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { LockError } from '@lock/core';
+import { InvalidOptionError, LockError } from '@lock/core';
 
 /** A ThinkPHP `.env` file that cannot be read as ThinkPHP reads it. */
 export class ThinkEnvError extends LockError {
@@ -78,6 +78,9 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
 
 /** Reads a ThinkPHP `.env` file, e.g. `loadThinkEnv('.env').get('redis.host')`. */
 export function loadThinkEnv(path: string, processEnv?: NodeJS.ProcessEnv): ThinkEnv {
+  // readFileSync takes a number for an open file descriptor: it would read whatever that is.
+  if (typeof path !== 'string' || path === '')
+    throw new InvalidOptionError('path', path, 'the path of a .env file');
   return parseThinkEnv(readFileSync(path, 'utf8'), path, processEnv);
 }
 

@@ -34,6 +34,16 @@ describe('loadThinkEnv', () => {
     expect(env.get('redis.missing', 'fallback')).toBe('fallback');
   });
 
+  it.each([[42], [''], [undefined]])(
+    'refuses the path %j by name, never reading a file descriptor',
+    (path) => {
+      expect(() => loadThinkEnv(path as never)).toThrow(InvalidOptionError);
+      expect(() => loadThinkEnv(path as never)).toThrow(
+        `invalid option "path": ${path === '' ? '""' : path}`,
+      );
+    },
+  );
+
   it('falls back to PHP_<NAME> process variables, as ThinkPHP does', () => {
     const env = parseThinkEnv('', '.env', { PHP_REDIS_HOST: '10.0.0.5' });
     expect(env.get('redis.host')).toBe('10.0.0.5');
