@@ -36,6 +36,9 @@ describe('createLocker', () => {
       /invalid option "ttl": 9 \(expected an integer number of ms from 10 to/,
     );
     expect(() => createLocker({ redis, retry: { base: 100, max: 10 } })).toThrow(/retry.max/);
+    expect(() => createLocker({ redis, retry: { base: 2_000 } })).toThrow(
+      'invalid option "retry.base": 2000 (expected at most retry.max (1000 when not given))',
+    );
     expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
       /replication.replicas/,
     );

@@ -66,8 +66,16 @@ export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Re
   const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
   checkMs(retry.base, 'retry.base');
   checkMs(retry.max, 'retry.max');
-  if (retry.max < retry.base)
+  if (retry.max < retry.base) {
+    // Named as written: the other of the two may be one the caller never gave.
+    if ((value as RetryOptions).max === undefined)
+      throw new InvalidOptionError(
+        'retry.base',
+        retry.base,
+        `at most retry.max (${retry.max} when not given)`,
+      );
     throw new InvalidOptionError('retry.max', retry.max, `at least retry.base (${retry.base})`);
+  }
   if (typeof retry.jitter !== 'number' || !(retry.jitter >= 0 && retry.jitter <= 1)) {
     throw new InvalidOptionError('retry.jitter', retry.jitter, 'a number from 0 to 1');
   }
