@@ -12,55 +12,73 @@ import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { callsBetween, commandCalls } from './support/stats.js';
 
-const BAD_TTLS: unknown[] = [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '5', null];
-const BAD_WAITS: unknown[] = [-1, 1.5, Number.NaN, '5', null];
+/** Bad values as [value, how the error message shows it]. */
+const BAD_TTLS: [unknown, string][] = [
+  [0, '0'],
+  [-1, '-1'],
+  [1.5, '1.5'],
+  [Number.NaN, 'NaN'],
+  [Number.POSITIVE_INFINITY, 'Infinity'],
+  [2 ** 31, '2147483648'],
+  ['5', '"5"'],
+  [null, 'null'],
+];
+const BAD_WAITS: [unknown, string][] = [
+  [-1, '-1'],
+  [1.5, '1.5'],
+  [Number.NaN, 'NaN'],
+  ['5', '"5"'],
+  [null, 'null'],
+];
 const LONG_OWNER = 'o'.repeat(300);
+/** Strings are shown cut to 80 characters. */
+const LONG_OWNER_SHOWN = `"${'o'.repeat(80)}…"`;
 
-/** Cases as [option path, options, the bad value the error must name]. */
-const CALL_CASES: [string, Record<string, unknown>, unknown][] = [
-  ...BAD_TTLS.map((ttl): [string, Record<string, unknown>, unknown] => ['ttl', { ttl }, ttl]),
-  ...BAD_WAITS.map((wait): [string, Record<string, unknown>, unknown] => ['wait', { wait }, wait]),
-  ['retry.base', { retry: { base: -1 } }, -1],
-  ['retry.max', { retry: { max: -5 } }, -5],
-  ['retry.max', { retry: { base: 200, max: 100 } }, 100],
-  ['retry.jitter', { retry: { jitter: 2 } }, 2],
-  ['retry', { retry: null }, null],
-  ['backof', { retry: { backof: 5 } }, 5],
-  ['owner', { owner: '' }, ''],
-  ['owner', { owner: LONG_OWNER }, LONG_OWNER],
+/** Cases as [option path, options, the bad value the error must name, how its message shows it]. */
+type Case = [string, Record<string, unknown>, unknown, string];
+
+const CALL_CASES: Case[] = [
+  ...BAD_TTLS.map(([ttl, shown]): Case => ['ttl', { ttl }, ttl, shown]),
+  ...BAD_WAITS.map(([wait, shown]): Case => ['wait', { wait }, wait, shown]),
+  ['retry.base', { retry: { base: -1 } }, -1, '-1'],
+  ['retry.max', { retry: { max: -5 } }, -5, '-5'],
+  ['retry.max', { retry: { base: 200, max: 100 } }, 100, '100'],
+  ['retry.jitter', { retry: { jitter: 2 } }, 2, '2'],
+  ['retry', { retry: null }, null, 'null'],
+  ['backof', { retry: { backof: 5 } }, 5, '5'],
+  ['owner', { owner: '' }, '', '""'],
+  ['owner', { owner: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
   // The token format's own fields in the lock hash start with NUL (last attempt) and SOH (release ids).
-  ['owner', { owner: '\u0000o' }, '\u0000o'],
-  ['owner', { owner: '\u0001' }, '\u0001'],
-  ['renew', { renew: 'yes' }, 'yes'],
-  ['signal', { signal: { aborted: false } }, { aborted: false }],
-  ['tll', { tll: 5_000 }, 5_000],
+  ['owner', { owner: '\u0000o' }, '\u0000o', '"\\u0000o"'],
+  ['owner', { owner: '\u0001' }, '\u0001', '"\\u0001"'],
+  ['renew', { renew: 'yes' }, 'yes', '"yes"'],
+  ['signal', { signal: { aborted: false } }, { aborted: false }, '{"aborted":false}'],
+  ['tll', { tll: 5_000 }, 5_000, '5000'],
 ];
 
-const LOCKER_CASES: [string, Record<string, unknown>, unknown][] = [
-  ...BAD_TTLS.map((ttl): [string, Record<string, unknown>, unknown] => ['ttl', { ttl }, ttl]),
-  ...BAD_WAITS.map((wait): [string, Record<string, unknown>, unknown] => ['wait', { wait }, wait]),
-  ['retry.max', { retry: { base: 200, max: 100 } }, 100],
-  ['retry.jitter', { retry: { jitter: 2 } }, 2],
-  ['prefix', { prefix: 42 }, 42],
-  ['prefix', { prefix: null }, null],
-  ['prefix', { prefix: ['lock:'] }, ['lock:']],
-  ['id', { id: '' }, ''],
-  ['id', { id: LONG_OWNER }, LONG_OWNER],
-  ['id', { id: '\u0001svc' }, '\u0001svc'],
-  ['clock', { clock: 5 }, 5],
-  ['replication.replicas', { replication: { replicas: 0, timeout: 100 } }, 0],
-  ['tll', { tll: 5_000 }, 5_000],
+const LOCKER_CASES: Case[] = [
+  ...BAD_TTLS.map(([ttl, shown]): Case => ['ttl', { ttl }, ttl, shown]),
+  ...BAD_WAITS.map(([wait, shown]): Case => ['wait', { wait }, wait, shown]),
+  ['retry.max', { retry: { base: 200, max: 100 } }, 100, '100'],
+  ['retry.jitter', { retry: { jitter: 2 } }, 2, '2'],
+  ['prefix', { prefix: 42 }, 42, '42'],
+  ['prefix', { prefix: null }, null, 'null'],
+  ['prefix', { prefix: ['lock:'] }, ['lock:'], '["lock:"]'],
+  ['id', { id: '' }, '', '""'],
+  ['id', { id: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
+  ['id', { id: '\u0001svc' }, '\u0001svc', '"\\u0001svc"'],
+  ['clock', { clock: 5 }, 5, '5'],
+  ['replication.replicas', { replication: { replicas: 0, timeout: 100 } }, 0, '0'],
+  ['tll', { tll: 5_000 }, 5_000, '5000'],
 ];
 
-function expectNamed(error: unknown, option: string, value: unknown): void {
+function expectNamed(error: unknown, option: string, value: unknown, shown: string): void {
   expect(error).toBeInstanceOf(InvalidOptionError);
   const invalid = error as InvalidOptionError;
   expect(invalid.code).toBe('ERR_LOCK_INVALID_OPTION');
   expect(invalid.option).toBe(option);
   expect(invalid.value).toStrictEqual(value);
-  expect(invalid.message).toContain(`"${option}"`);
-  const shown = typeof value === 'string' ? JSON.stringify(value.slice(0, 80)).slice(0, -1) : String(value);
-  if (typeof value !== 'object' || value === null) expect(invalid.message).toContain(shown);
+  expect(invalid.message).toContain(`invalid option "${option}": ${shown} (expected `);
 }
 
 describe('S26: bad parameters are refused by name before anything reaches Redis', () => {
@@ -99,36 +117,37 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
     return error;
   }
 
-  it.each(CALL_CASES)('acquire refuses %s in %o', async (option, options, value) => {
+  it.each(CALL_CASES)('acquire refuses %s in %o', async (option, options, value, shown) => {
     expectNamed(
       await nothingWritten(() => locker.acquire(`bad:${option}`, options as AcquireOptions)),
       option,
       value,
+      shown,
     );
   });
 
   it.each(CALL_CASES)(
     'using refuses %s in %o and never runs the callback',
-    async (option, options, value) => {
+    async (option, options, value, shown) => {
       let ran = false;
       const error = await nothingWritten(() =>
         locker.using(`bad-using:${option}`, options as AcquireOptions, () => {
           ran = true;
         }),
       );
-      expectNamed(error, option, value);
+      expectNamed(error, option, value, shown);
       expect(ran).toBe(false);
     },
   );
 
-  it.each(LOCKER_CASES)('createLocker refuses %s in %o', async (option, options, value) => {
+  it.each(LOCKER_CASES)('createLocker refuses %s in %o', async (option, options, value, shown) => {
     const error = await nothingWritten(async () => createLocker({ redis, ...options } as LockerOptions));
-    expectNamed(error, option, value);
+    expectNamed(error, option, value, shown);
   });
 
   it('tryAcquire refuses wait, which it does not take', async () => {
     const error = await nothingWritten(() => locker.tryAcquire('bad', { wait: 5 } as AcquireOptions));
-    expectNamed(error, 'wait', 5);
+    expectNamed(error, 'wait', 5, '5');
   });
 
   it.each([
@@ -146,6 +165,6 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
     ['tryAcquire', () => locker.tryAcquire('bad', null as unknown as AcquireOptions)],
     ['using', () => locker.using('bad', null as unknown as AcquireOptions, () => {})],
   ])('%s refuses null options with a typed error', async (_name, call) => {
-    expectNamed(await nothingWritten(call), 'options', null);
+    expectNamed(await nothingWritten(call), 'options', null, 'null');
   });
 });

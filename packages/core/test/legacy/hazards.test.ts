@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { useRedis } from './fixture.js';
 import { OldAlgorithmPeer } from './old-peer.js';
 
-// Each hazard of the old SETNX + GETSET algorithm is first committed by a scripted old-algorithm
-// client, then the same situation is given to our protocol, which must not commit it.
+// Each test first shows, as a precondition, a scripted client of the old SETNX + GETSET algorithm
+// committing the hazard; then the same situation is given to our protocol, which must not commit it.
 
 const legacy = legacyProtocol({ unit: 'ms', skewMargin: 2_000 });
 
@@ -14,17 +14,16 @@ afterEach(() => {
 });
 
 describe('takeover of a live lock by a client whose clock runs ahead', () => {
-  it('the old algorithm hands the lock to a second client while the first still holds it', async () => {
-    const holder = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    const ahead = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    ahead.clockOffset = 20_000;
-    expect(await holder.tryAcquire()).toBe(true);
-    expect(await ahead.tryAcquire()).toBe(true);
-    // The first holder's own check cannot see it: the new value is in its future too.
-    expect(await holder.stillMine()).toBe(true);
-  });
+  it('where the old algorithm hands a live lock to a second client, our side ignores the client clock and refuses it', async () => {
+    // Precondition: the old algorithm gives the lock to a client whose clock runs ahead, and the
+    // first holder's own check cannot see it: the new value is in its future too.
+    const old = new OldAlgorithmPeer(t.redis, 'old', 10_000);
+    const oldAhead = new OldAlgorithmPeer(t.redis, 'old', 10_000);
+    oldAhead.clockOffset = 20_000;
+    expect(await old.tryAcquire()).toBe(true);
+    expect(await oldAhead.tryAcquire()).toBe(true);
+    expect(await old.stillMine()).toBe(true);
 
-  it('our side ignores the client clock and refuses the live lock', async () => {
     const holder = new OldAlgorithmPeer(t.redis, 'k', 10_000);
     expect(await holder.tryAcquire()).toBe(true);
     const value = await t.redis.get('k');
@@ -46,32 +45,28 @@ describe('takeover of a live lock by a client whose clock runs ahead', () => {
 });
 
 describe('two clients taking over the same stale TTL-less key', () => {
-  it('the old algorithm (DEL then SETNX, as the docs warn) gives two holders', async () => {
-    await t.redis.set('k', String(Date.now() - 60_000));
-    const c1 = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    const c2 = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    // Both read the stale timestamp before either acts.
+  it('where the old algorithm gives two holders or overwrites the winner, our side lets exactly one of many simultaneous takeovers win and its value stand', async () => {
+    // Precondition: with DEL then SETNX (as the docs warn), two clients that both read the stale
+    // timestamp before either acts both become holders.
+    await t.redis.set('del-setnx', String(Date.now() - 60_000));
+    const c1 = new OldAlgorithmPeer(t.redis, 'del-setnx', 10_000);
+    const c2 = new OldAlgorithmPeer(t.redis, 'del-setnx', 10_000);
     expect(await c1.stillMine()).toBe(false);
     expect(await c2.stillMine()).toBe(false);
     await c1.del();
     expect(await c1.tryAcquire()).toBe(true);
     await c2.del();
     expect(await c2.tryAcquire()).toBe(true);
-  });
+    // Precondition: with GETSET, the loser, which read the stale value before the winner's
+    // GETSET, overwrites the winner's deadline with its own GETSET.
+    await t.redis.set('getset', String(Date.now() - 60_000));
+    const oldWinner = new OldAlgorithmPeer(t.redis, 'getset', 10_000);
+    const oldLoser = new OldAlgorithmPeer(t.redis, 'getset', 30_000);
+    expect(await oldWinner.tryAcquire()).toBe(true);
+    const written = await t.redis.get('getset');
+    expect(await t.redis.getset('getset', String(oldLoser.now() + 30_001))).toBe(written);
+    expect(await t.redis.get('getset')).not.toBe(written);
 
-  it('the old algorithm (GETSET) lets the loser overwrite the winner’s deadline', async () => {
-    const stale = String(Date.now() - 60_000);
-    await t.redis.set('k', stale);
-    const winner = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    const loser = new OldAlgorithmPeer(t.redis, 'k', 30_000);
-    expect(await winner.tryAcquire()).toBe(true);
-    const written = await t.redis.get('k');
-    // The loser read the stale value before the winner's GETSET, then runs its own GETSET.
-    expect(await t.redis.getset('k', String(loser.now() + 30_001))).toBe(written);
-    expect(await t.redis.get('k')).not.toBe(written);
-  });
-
-  it('our side: of many simultaneous takeovers exactly one wins and its value stands', async () => {
     await t.redis.set('k', String(Date.now() - 60_000));
     const clients = Array.from({ length: 8 }, () => t.server.client());
     const replies = await Promise.all(clients.map((c, i) => legacy.acquire(c, 'k', `o${i}`, 10_000)));
@@ -93,19 +88,18 @@ describe('two clients taking over the same stale TTL-less key', () => {
 });
 
 describe('check-then-DEL releasing someone else’s lock', () => {
-  it('the old algorithm deletes the lock of the client that took over meanwhile', async () => {
-    const a = new OldAlgorithmPeer(t.redis, 'k', 10_000);
-    const b = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+  it('where the old algorithm deletes the lock of the client that took over, our side releases only the value it wrote', async () => {
+    // Precondition: A stalls between its check and its DEL; its lock expires, B takes it over,
+    // and A's DEL then deletes B's lock.
+    const a = new OldAlgorithmPeer(t.redis, 'old', 10_000);
+    const oldB = new OldAlgorithmPeer(t.redis, 'old', 10_000);
     expect(await a.tryAcquire()).toBe(true);
     expect(await a.stillMine()).toBe(true);
-    // A stalls between its check and its DEL; its lock expires and B takes it over.
-    b.clockOffset = 11_000;
-    expect(await b.tryAcquire()).toBe(true);
+    oldB.clockOffset = 11_000;
+    expect(await oldB.tryAcquire()).toBe(true);
     await a.del();
-    expect(await t.redis.exists('k')).toBe(0);
-  });
+    expect(await t.redis.exists('old')).toBe(0);
 
-  it('our side releases only the value it wrote, leaving the new holder’s lock intact', async () => {
     const ours = await legacy.acquire(t.redis, 'k', 'ours', 10_000);
     if (!ours.acquired) throw new Error('not acquired');
     const b = new OldAlgorithmPeer(t.redis, 'k', 10_000);
@@ -159,16 +153,16 @@ describe('a peer lock named like the counter of earlier versions', () => {
 });
 
 describe('a key left without a TTL', () => {
-  it('the old algorithm leaves every lock without a TTL, so a crashed holder blocks until a takeover', async () => {
-    const crashed = new OldAlgorithmPeer(t.redis, 'k', 10_000);
+  it('where the old algorithm leaves a lock without a TTL, our side sets one on every write: acquire, takeover and extend; bad ttls write nothing', async () => {
+    // Precondition: the old algorithm writes no TTL, so a holder that crashed a minute ago blocks
+    // its lock until someone takes it over.
+    const crashed = new OldAlgorithmPeer(t.redis, 'stale', 10_000);
+    crashed.clockOffset = -60_000;
     expect(await crashed.tryAcquire()).toBe(true);
-    expect(await t.redis.pttl('k')).toBe(-1);
-  });
+    expect(await t.redis.pttl('stale')).toBe(-1);
 
-  it('our side sets a TTL on every write: acquire, takeover and extend; bad ttls write nothing', async () => {
     const fresh = await legacy.acquire(t.redis, 'fresh', 'ours', 5_000);
     if (!fresh.acquired) throw new Error('not acquired');
-    await t.redis.set('stale', String(Date.now() - 60_000));
     expect((await legacy.acquire(t.redis, 'stale', 'ours', 5_000)).acquired).toBe(true);
     expect(await legacy.extend(t.redis, 'fresh', 'ours', fresh.token, 7_000)).not.toBeNull();
     await expect(legacy.acquire(t.redis, 'bad', 'ours', 1.5)).rejects.toThrow(/"ttl": 1.5/);

@@ -1,4 +1,4 @@
-import { createLocker, type Lock } from '@lock/core';
+import { createLocker, type Lock, LockUnavailableError } from '@lock/core';
 import { startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
@@ -33,7 +33,10 @@ it(
       try {
         lock = await locker.acquire(key, { ttl: 10_000, wait: 2_000, owner });
         outcomes.held += 1;
-      } catch {
+      } catch (error) {
+        // Nobody else contends the key, so the only acceptable refusal is Redis staying
+        // unreachable for the whole wait; any other error is a failure, not an outcome.
+        if (!(error instanceof LockUnavailableError)) throw error;
         outcomes.refused += 1;
       }
       const stored = await direct.hget(`{lock:${key}}`, owner);
@@ -48,7 +51,8 @@ it(
     redis.disconnect();
     reportFigures('S5', { resets: proxy.resets, ...outcomes, orphans: orphans.length });
     expect(proxy.resets).toBe(RESETS);
-    expect(outcomes.held + outcomes.refused).toBe(RESETS);
+    // A lost reply followed by a hold is where a resent script could add a hidden hold: it must have happened.
+    expect(outcomes.held).toBeGreaterThan(0);
     expect(orphans).toEqual([]);
   },
   timeLimit(30_000, 300_000),
