@@ -177,7 +177,7 @@ class Engine implements Locker {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
     const given: EngineOptions = options;
     this.prefix = given.prefix === undefined ? 'lock:' : checkPrefix(given.prefix);
-    this.ttl = this.lease(given.ttl ?? DEFAULT_TTL);
+    this.ttl = this.lease(given.ttl === undefined ? DEFAULT_TTL : given.ttl);
     this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
     this.renew = checkBoolean(given.renew, 'renew') ?? true;
     this.reentrant = checkBoolean(given.reentrant, 'reentrant') ?? true;
