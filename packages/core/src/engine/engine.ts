@@ -657,7 +657,7 @@ class Engine implements Locker {
       }
       linked?.dispose();
       if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
-      if (!call.acquired) await this.giveUp(request, call, attempts > 0, queueLease, started);
+      if (!call.acquired) await this.giveUp(request, call, attempts > 0, queueLease, started, signal.aborted);
     }
   }
 
@@ -665,7 +665,8 @@ class Engine implements Locker {
    * Cleans up after a call that ends without the lock: undoes a grant that came too late, and
    * takes the owner out of the server's queue if it may be there. Within the call's own deadline
    * (the wait and one attempt) it settles with that done; past it, with Redis slow or gone, the
-   * cleanup goes on alone.
+   * cleanup goes on alone, as it does for a call its signal or `close()` ended: the caller asked
+   * to stop now, and with Redis gone the cleanup would hold it for a command timeout.
    */
   private async giveUp(
     request: Request,
@@ -673,6 +674,7 @@ class Engine implements Locker {
     attempted: boolean,
     queueLease: number,
     started: number,
+    aborted: boolean,
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
     if (call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
@@ -686,7 +688,7 @@ class Engine implements Locker {
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
-    if (cleanup.length > 0 && left > 0) {
+    if (cleanup.length > 0 && left > 0 && !aborted) {
       await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
     }
   }

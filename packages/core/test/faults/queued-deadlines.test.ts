@@ -1,17 +1,17 @@
-import { createLocker, LockUnavailableError } from '@lock/core';
-import { startProxy, startRedis } from '@lock/testing';
+import { createLocker, type LockerOptions, LockUnavailableError } from '@lock/core';
+import { startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 
 const COMMAND_TIMEOUT = 1_500;
 
 /** A locker whose every command goes through a proxy that can stop answering. */
-async function proxiedLocker() {
+async function proxiedLocker(options: Omit<LockerOptions, 'redis'> = {}) {
   const server = await startRedis();
   const proxy = await startProxy({ target: server });
   const redis = new Redis({ ...proxy.redisOptions, maxRetriesPerRequest: null });
   redis.on('error', () => {});
-  const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+  const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT, ...options });
   return {
     server,
     proxy,
@@ -63,4 +63,29 @@ it('a release called after close() rejects when close could not release the lock
   await locker.close();
   expect(await freed.release()).toBe('released');
   expect(await setup.server.client().exists('{lock:freed}')).toBe(0);
+});
+
+it('a queued waiter aborted while Redis stopped answering rejects at once, and leaves the queue once Redis is back', async () => {
+  await using setup = await proxiedLocker({ retry: { base: 60_000, max: 60_000, jitter: 0 } });
+  const admin = setup.server.client();
+  const holder = createLocker({ redis: admin });
+  const lock = await holder.acquire('aborted', { ttl: 60_000 });
+  const controller = new AbortController();
+  const waiting = settled(setup.locker.acquire('aborted', { wait: 120_000, signal: controller.signal }));
+  await waitFor('the waiter to be queued', async () => (await admin.zcard('{lock:aborted}:queue')) === 1);
+  setup.proxy.blackhole();
+  const abortedAt = performance.now();
+  controller.abort();
+  const aborted = await waiting;
+  expect(aborted.error).toMatchObject({ name: 'AbortError' });
+  // Waiting for the script that leaves the queue would have taken a whole command timeout.
+  expect(aborted.at - abortedAt).toBeLessThan(COMMAND_TIMEOUT / 2);
+  setup.proxy.pass();
+  // Polling once a minute, it would stay registered that long had the script not run.
+  await waitFor(
+    'the waiter to leave the queue',
+    async () => (await admin.zcard('{lock:aborted}:queue')) === 0,
+  );
+  await lock.release();
+  await holder.close();
 });
