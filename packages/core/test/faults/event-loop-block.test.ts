@@ -1,7 +1,7 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, LockLostError } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
+import { controlRenewals } from '../support/renewals.js';
 import { startHolder } from './support/processes.js';
 import { blockEventLoop } from './support/stats.js';
 
@@ -9,19 +9,23 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
   await using server = await startRedis();
   const redis = server.client();
   const holder = createLocker({ redis, ttl: 600 });
-  const renewals: boolean[] = [];
-  const onExtend = (message: unknown) => renewals.push((message as { renewal: boolean }).renewal);
-  subscribe('lock:extend', onExtend);
   const lock = await holder.acquire('blocked');
-  const rival = startHolder({ url: server.url, key: 'blocked', ttl: 30_000, wait: 20_000 });
+  // Polls every 50 ms: it takes the key soon after it expires, well inside the block below.
+  const rival = startHolder({
+    url: server.url,
+    key: 'blocked',
+    ttl: 30_000,
+    wait: 20_000,
+    retry: { base: 50, max: 50, jitter: 0 },
+  });
   try {
     // The watchdog keeps the lock while the rival starts (about a second), so it waits.
     await rival.line((line) => line === 'ready');
     expect(lock.signal.aborted).toBe(false);
 
-    // 1.5 s = 2.5 leases: no renewal can run, the key expires and the rival (another
+    // 2.4 s = 4 leases: no renewal can run, the key expires and the rival (another
     // process, so not blocked) takes it meanwhile.
-    blockEventLoop(1_500);
+    blockEventLoop(2_400);
     const unblockedAt = process.hrtime.bigint();
     // Still inside the same synchronous run: no timer or reply has been processed yet, so
     // this is the check a holder makes before its next write.
@@ -43,11 +47,10 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     // The rival took the lock while this holder was blocked, not after.
     expect(BigInt(taken.at)).toBeLessThan(unblockedAt);
     expect(taken.fence).toBeGreaterThan(lock.fence);
-    const renewalsBefore = renewals.length;
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
-    // Longer than two renewal intervals (ttl/3): a watchdog still renewing would show here.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(renewals.length).toBe(renewalsBefore);
+    // Every round from now on is a control lock's alone (same ttl): the lost lock, still
+    // renewed, would join one of them or send its own.
+    expect(await controlRenewals(holder, 2)).toEqual([1, 1]);
     const seen = await holder.inspect('blocked');
     expect(seen.owner).toBe(taken.owner);
     expect(seen.holds).toBe(1);
@@ -58,7 +61,6 @@ it('S7: a holder whose event loop was blocked past its lease finds it lost befor
     expect(await rival.finish()).toBe(0);
     expect(await holder.isLocked('blocked')).toBe(false);
   } finally {
-    unsubscribe('lock:extend', onExtend);
     rival.child.kill('SIGKILL');
     await holder.close();
   }

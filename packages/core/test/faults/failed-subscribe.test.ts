@@ -1,4 +1,4 @@
-import { createLocker, type Locker } from '@lock/core';
+import { createLocker, LockAbortError, type Locker } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -70,9 +70,17 @@ it('a new subscription of the key takes along the waiters of the one that failed
   // Its join failed, and so did the join again after the retry that followed: it now sleeps,
   // rather than try and subscribe again in a loop.
   await until(async () => (await refusedSubscriptions()) >= 2, 'both subscriptions to fail');
-  const asleep = [scripts(), await refusedSubscriptions()];
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  expect([scripts(), await refusedSubscriptions()]).toEqual(asleep);
+  const asleep = scripts();
+  // A waiter on another key goes through the same attempt, refused join, attempt, refused join,
+  // on the same connections: a first waiter trying again in a loop would be refused again meanwhile.
+  const other = await holder.acquire('other', { ttl: 60_000 });
+  const abandon = new AbortController();
+  const otherWaiting = locker.acquire('other', { wait: 60_000, signal: abandon.signal });
+  await until(async () => (await refusedSubscriptions()) >= 4, "the other waiter's subscriptions to fail");
+  expect([scripts(), await refusedSubscriptions()]).toEqual([asleep + 2, 4]);
+  abandon.abort();
+  await expect(otherWaiting).rejects.toBeInstanceOf(LockAbortError);
+  await other.release();
   await grantChannels();
   const second = locker.acquire('k', { wait: 60_000 });
   await untilQueued(admin, 'k', 2);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInChain } from '../../src/chain.js';
 import { LockBusyError } from '../../src/errors.js';
 import { createRedlock } from '../../src/redlock/index.js';
+import { renewals } from '../support/renewals.js';
 import { freshKey, type Nodes, ownersOn, startNodes } from './support.js';
 
 // createRedlock gives the engine's Locker over the quorum backend.
@@ -89,8 +90,10 @@ describe('createRedlock', () => {
     const key = freshKey('renew');
     const lock = await locker.acquire(key);
     const firstDeadline = lock.validUntil;
-    // Outlive two leases: only the watchdog keeps it.
-    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    const lost = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+    // Seven renewals, about a third of the lease apart, outlive two leases: only the watchdog keeps it.
+    // A loss ends the wait at once.
+    await Promise.race([renewals(7, key), lost]);
     expect(lock.signal.aborted).toBe(false);
     expect(lock.validUntil).toBeGreaterThan(firstDeadline);
     expect((await ownersOn(nodes.clients, `lock:${key}`)).every((owner) => owner === lock.owner)).toBe(true);

@@ -1,24 +1,12 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createLocker, lockEvents } from '@lock/core';
+import { createLocker } from '@lock/core';
 import { checkHistory, HistoryRecorder, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
+import { renewals } from '../support/renewals.js';
 import { reportFigures } from './support/figures.js';
 import { rounds, timeLimit } from './support/tier.js';
 
 const TTL = 900;
-
-function renewal(key: string): Promise<void> {
-  return new Promise((resolve) => {
-    const onExtend = (message: unknown) => {
-      const { key: renewed, renewal: byWatchdog } = message as { key: string; renewal: boolean };
-      if (renewed !== key || !byWatchdog) return;
-      unsubscribe(lockEvents.extend.name, onExtend);
-      resolve();
-    };
-    subscribe(lockEvents.extend.name, onExtend);
-  });
-}
 const ROUNDS = rounds(2, 20);
 
 /**
@@ -49,10 +37,11 @@ it(
         lock.signal.addEventListener('abort', () => resolve(recorderA.lost(lock).at), { once: true }),
       );
       // The first renewal also loads its script (a second round trip): let it happen before the delay.
-      await renewal(key);
+      await renewals(1, key);
       proxy.delay(150);
-      // Five renewal periods at a 300 ms round trip: each renewal lands well inside the lease.
-      await new Promise((resolve) => setTimeout(resolve, 5 * (TTL / 3)));
+      // Five renewals at a 300 ms round trip, sent a third of the lease apart, outlast the lease:
+      // each lands well inside it. A loss ends the wait at once.
+      await Promise.race([renewals(5, key), lost]);
       expect(lock.signal.reason).toBeUndefined();
       proxy.delay(700);
       const lockB = await b.acquire(key, { ttl: 5_000, wait: 10_000 });
