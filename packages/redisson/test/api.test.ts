@@ -1,8 +1,10 @@
 import {
+  type ExtendEvent,
   InvalidKeyError,
   InvalidOptionError,
   LockAbortError,
   LockerClosedError,
+  type LostEvent,
   lockEvents,
   NotOwnerError,
 } from '@lock/core';
@@ -11,6 +13,31 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createRedisson, NoThreadError, type Redisson } from '../src/index.js';
 import { useRedisson } from './helpers/server.js';
+
+/** Resolves after `count` watchdog renewals of `key`; rejects with the loss if the lock is lost first. */
+function renewals(key: string, count: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = 0;
+    const stop = () => {
+      lockEvents.extend.unsubscribe(onExtend);
+      lockEvents.lost.unsubscribe(onLost);
+    };
+    const onExtend = (message: unknown) => {
+      const event = message as ExtendEvent;
+      if (event.key !== key || !event.renewal || ++seen < count) return;
+      stop();
+      resolve();
+    };
+    const onLost = (message: unknown) => {
+      const event = message as LostEvent;
+      if (event.key !== key) return;
+      stop();
+      reject(event.error);
+    };
+    lockEvents.extend.subscribe(onExtend);
+    lockEvents.lost.subscribe(onLost);
+  });
+}
 
 describe('createRedisson: the Java-shaped API on the engine', () => {
   let redis!: Redis;
@@ -202,11 +229,12 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
   });
 
   it('the watchdog keeps a lock taken without a lease alive past its lease', async () => {
-    const short = createRedisson({ redis, lockWatchdogTimeout: 1_500 });
+    const short = createRedisson({ redis, lockWatchdogTimeout: 3_000 });
     const lock = short.getLock('watched');
     await lock.lock({ threadId: 1 });
-    // Renewed every 500 ms; without renewal the 1.5 s lease would be gone after 3 s.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // The only lock of its locker is renewed about a third of its lease after the last renewal:
+    // after four renewals its first lease has ended. A loss on the way fails the test at once.
+    await renewals('watched', 4);
     expect(await lock.isLocked()).toBe(true);
     expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
     await lock.unlock({ threadId: 1 });

@@ -4,8 +4,12 @@ import { expect, it, onTestFinished } from 'vitest';
 import { createRedisson } from '../src/index.js';
 
 const COMMAND_TIMEOUT = 300;
-/** What a call may take beyond its own deadline: timers, one event-loop turn, a loaded CI machine. */
-const SLACK = 700;
+/**
+ * What a call may take beyond its own deadline on a loaded machine. The failure guarded against
+ * (ioredis retrying the command 20 times, or a hang) takes tens of seconds; the deterministic
+ * evidence is the error's cause: the call's own deadline, not ioredis, ended it.
+ */
+const SLACK = 5_000;
 
 /** Issue 13: with the server killed, every entry point settles by its deadline with `LockUnavailableError`. */
 it('every call settles by its deadline with LockUnavailableError once the server is killed', async () => {
@@ -31,7 +35,7 @@ it('every call settles by its deadline with LockUnavailableError once the server
     'remainTimeToLive()': [COMMAND_TIMEOUT, () => lock.remainTimeToLive()],
     'getToken()': [COMMAND_TIMEOUT, () => fenced.getToken()],
   };
-  const outcomes: Record<string, { error: string; inTime: boolean }> = {};
+  const outcomes: Record<string, { error: string; cause: string; inTime: boolean }> = {};
   for (const [name, [deadline, call]] of Object.entries(calls)) {
     const started = performance.now();
     const error = await call().then(
@@ -40,12 +44,16 @@ it('every call settles by its deadline with LockUnavailableError once the server
     );
     outcomes[name] = {
       error: error instanceof LockUnavailableError ? 'LockUnavailableError' : String(error),
+      cause: error instanceof Error && error.cause instanceof Error ? error.cause.name : 'none',
       inTime: performance.now() - started < deadline + SLACK,
     };
   }
   expect(outcomes).toEqual(
     Object.fromEntries(
-      Object.keys(calls).map((name) => [name, { error: 'LockUnavailableError', inTime: true }]),
+      Object.keys(calls).map((name) => [
+        name,
+        { error: 'LockUnavailableError', cause: 'CommandTimeoutError', inTime: true },
+      ]),
     ),
   );
 

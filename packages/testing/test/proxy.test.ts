@@ -144,17 +144,27 @@ describe('startProxy', () => {
     onTestFinished,
   }) => {
     const server = await useRedis();
+    const direct = server.client();
     const proxy = await proxyFor(server, onTestFinished);
     const client = clientOf(proxy, { retryStrategy: () => null, maxRetriesPerRequest: 0 });
     await client.ping();
+    // A control through a proxy left in pass mode, connected second so that the kill closes it second.
+    const control = clientOf(await proxyFor(server, onTestFinished), {
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
+    await control.ping();
     let closed = false;
     client.once('close', () => {
       closed = true;
     });
+    const controlClosed = new Promise((resolve) => control.once('close', resolve));
     proxy.blackhole();
-    await server.client().call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
-    // A negative: the close reaches the proxy within a millisecond on loopback; 200 ms for it not to pass.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await direct.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    // Both proxies run in this process and each step of the close reaches the blackholed one first:
+    // once the control has seen its close, and one more round trip later, a leaked close would have too.
+    await controlClosed;
+    await direct.ping();
     expect(closed).toBe(false);
     expect(proxy.connections).toBe(1);
     proxy.pass();

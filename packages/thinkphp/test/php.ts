@@ -18,7 +18,8 @@ export interface PhpLockResult {
   acquired: boolean;
   error: string | null;
   tries: number;
-  ms: number;
+  /** The messages of the warnings and deprecations PHP raised during `lock()`. */
+  notices: string[];
   value: string | null;
   ttl: number;
   time: number;

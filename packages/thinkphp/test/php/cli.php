@@ -21,7 +21,12 @@ function state($client, $key)
 
 switch ($command) {
     case 'lock':
-        $start = hrtime(true);
+        // What PHP warned about during lock(): how sleep(0.3) turned into sleep(0), say.
+        $notices = [];
+        set_error_handler(function ($level, $message) use (&$notices) {
+            $notices[] = $message;
+            return false;
+        });
         try {
             $acquired = $lock->lock();
             $error = null;
@@ -29,9 +34,9 @@ switch ($command) {
             $acquired = false;
             $error = $e->getMessage();
         }
-        $ms = (hrtime(true) - $start) / 1e6;
-        echo json_encode(['acquired' => $acquired, 'error' => $error, 'tries' => $lock->tries, 'ms' => $ms]
-            + state($client, $key)), "\n";
+        restore_error_handler();
+        echo json_encode(['acquired' => $acquired, 'error' => $error, 'tries' => $lock->tries,
+            'notices' => $notices] + state($client, $key)), "\n";
         break;
     case 'unlock':
         $before = $client->get($key);
