@@ -114,6 +114,20 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     expect(keys[name]!.value).toEqual({ [d]: '1' });
   });
 
+  it('keeps a head waiter that has no deadline, as Redisson does: it may be alive, and the lock is its', async () => {
+    await protocol.acquire(redis, name, a, 30_000);
+    expect((await protocol.acquire(redis, name, b, 30_000)).acquired).toBe(false);
+    expect((await protocol.acquire(redis, name, c, 30_000)).acquired).toBe(false);
+    // B's score gone (evicted, deleted by hand), then the lock freed without a release.
+    await redis.zrem(zset, b);
+    await redis.del(name);
+    now += 40_000;
+    expect((await protocol.acquire(redis, name, c, 30_000)).acquired).toBe(false);
+    expect(await redis.lrange(queue, 0, -1)).toEqual([b, c]);
+    expect(await protocol.acquire(redis, name, b, 30_000)).toMatchObject({ acquired: true });
+    expect(await redis.lrange(queue, 0, -1)).toEqual([c]);
+  });
+
   it('a fence counter that cannot be incremented fails the attempt before anything is written', async () => {
     await protocol.acquire(redis, name, a, 30_000);
     await protocol.acquire(redis, name, d, 30_000, { wait: 50 });

@@ -35,13 +35,14 @@ if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
 end
 
--- The waiters at the head whose deadline has passed (or who have none), found without writing;
--- `head` is the first one alive.
+-- The waiters at the head whose deadline has passed, found without writing; `head` is the first
+-- one alive. A waiter with no deadline (its score evicted or deleted) stops the purge, as in
+-- Redisson: it may be alive, and only its own attempt or abandon takes it out.
 local dead = 0
 local head = redis.call('lindex', queue, 0)
 while head do
   local deadline = tonumber(redis.call('zscore', deadlines, head))
-  if deadline and deadline > now then break end
+  if not deadline or deadline > now then break end
   dead = dead + 1
   head = redis.call('lindex', queue, dead)
 end

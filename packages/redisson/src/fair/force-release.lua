@@ -16,7 +16,7 @@ local queue, deadlines = KEYS[2], KEYS[3]
 local head = redis.call('lindex', queue, 0)
 while head do
   local deadline = tonumber(redis.call('zscore', deadlines, head))
-  if deadline and deadline > tonumber(ARGV[2]) then break end
+  if not deadline or deadline > tonumber(ARGV[2]) then break end
   redis.call('zrem', deadlines, head)
   redis.call('lpop', queue)
   head = redis.call('lindex', queue, 0)

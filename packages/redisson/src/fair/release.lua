@@ -29,7 +29,7 @@ while true do
   local head = redis.call('lindex', queue, 0)
   if not head then break end
   local deadline = tonumber(redis.call('zscore', deadlines, head))
-  if deadline and deadline > tonumber(ARGV[4]) then break end
+  if not deadline or deadline > tonumber(ARGV[4]) then break end
   redis.call('zrem', deadlines, head)
   redis.call('lpop', queue)
 end

@@ -59,7 +59,7 @@ while true do
   local first = redis.call('lindex', KEYS[2], 0);
   if first == false then break; end;
   local timeout = redis.call('zscore', KEYS[3], first);
-  if timeout ~= false and tonumber(timeout) > tonumber(ARGV[4]) then break; end;
+  if timeout == false or tonumber(timeout) > tonumber(ARGV[4]) then break; end;
   redis.call('zrem', KEYS[3], first);
   redis.call('lpop', KEYS[2]);
 end;`;
