@@ -40,17 +40,20 @@ it('S9: CLIENT PAUSE WRITE for 1.5x the ttl in the middle of 8x100: no overlap, 
 
   expect(checkHistory(intervals)).toEqual({ overlaps: 0, fenceRegressions: 0, intervals: 800 });
   expect(await witnessClient.get('witness')).toBe('800');
-  // The server paused somewhere between pauseSent and pauseAcknowledged and resumed no
-  // earlier than pauseSent + PAUSE. A grant answered just before the pause may still be
-  // recorded by its worker shortly after it; 200 ms covers that scheduling delay.
-  const quietFrom = pauseAcknowledged + 200_000_000n;
-  const quietUntil = pauseSent + BigInt(PAUSE) * 1_000_000n;
-  const grantedDuringPause = intervals.filter((i) => i.start > quietFrom && i.start < quietUntil);
-  expect(grantedDuringPause).toEqual([]);
-  // The pause really hit the run: the history has a stall of (almost) its whole length.
-  const startsMs = intervals.map((i) => Number(i.start / 1_000_000n)).sort((a, b) => a - b);
-  const longestGap = Math.max(...startsMs.slice(1).map((start, i) => start - startsMs[i]!));
-  expect(longestGap).toBeGreaterThanOrEqual(PAUSE - 300);
+  // The server paused somewhere between pauseSent and pauseAcknowledged and resumed no earlier
+  // than pauseSent + PAUSE. A call made after the pause was acknowledged sent all its attempts
+  // once the pause was on: Redis ran none of them before it ended, so none of its grants may start
+  // earlier. (Grants answered before the pause are left out: a worker may record one any time
+  // later on a loaded machine.)
+  const resumedFrom = pauseSent + BigInt(PAUSE) * 1_000_000n;
+  expect(intervals.filter((i) => i.requested === undefined)).toEqual([]);
+  const madeLater = intervals.filter((i) => i.requested! > pauseAcknowledged);
+  // 550 sections remain once the pause is on: many of their calls are made after it.
+  expect(madeLater).not.toEqual([]);
+  expect(madeLater.filter((i) => i.start < resumedFrom)).toEqual([]);
+  // The pause really hit the run: calls made before it were granted only once it ended.
+  const waitedItOut = intervals.filter((i) => i.requested! < pauseSent && i.start >= resumedFrom);
+  expect(waitedItOut).not.toEqual([]);
 }, 60_000);
 
 it('S9: an acquisition whose reply comes back after its validity ended is not handed out as held', async () => {

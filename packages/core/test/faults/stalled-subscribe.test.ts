@@ -32,6 +32,16 @@ afterEach(async () => {
   await server.stop();
 });
 
+/**
+ * The join gives up after the command timeout (or the wait, if shorter): half a minute here, so a
+ * call that waits for it is far from one that settles at once. Tests run for longer, so such a call
+ * fails by its bound below, not by the test's timeout.
+ */
+const JOIN_BOUND = 30_000;
+const TEST_TIMEOUT = 2 * JOIN_BOUND;
+/** Generous for a loaded 2-core machine, still far below `JOIN_BOUND`. */
+const AT_ONCE_MS = 10_000;
+
 /** Times how long `settling` takes to settle once `trigger` ran; answers its outcome. */
 async function settleAfter(trigger: () => unknown, settling: Promise<unknown>) {
   const started = performance.now();
@@ -50,20 +60,20 @@ it.each([
   '%s while a call joins the wait queue rejects it at once, not when the join gives up',
   async (what, name) => {
     const held = await holder.acquire('k', { ttl: 60_000 });
-    const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
+    const locker = createLocker({ redis: waiterRedis, commandTimeout: JOIN_BOUND, retry: SLOW_POLL });
     const controller = new AbortController();
-    const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
+    const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
     await untilQueued(direct, 'k', 1);
     const { outcome, ms } = await settleAfter(
       () => (what === 'close()' ? void locker.close() : controller.abort()),
       waiting,
     );
     expect(outcome).toMatchObject({ name });
-    // The join alone would give up only after the command timeout (5 s).
-    expect(ms).toBeLessThan(1_000);
+    expect(ms).toBeLessThan(AT_ONCE_MS);
     await held.release();
     await locker.close();
   },
+  TEST_TIMEOUT,
 );
 
 it('a waiter whose subscription came after its join gave up still hears the release: it is not dropped from the queue', async () => {
@@ -89,17 +99,21 @@ it('a waiter whose subscription came after its join gave up still hears the rele
   await locker.close();
 });
 
-it('an abort while the first attempt is in flight ends the call once it is answered, not when the join that follows gives up', async () => {
-  const held = await holder.acquire('k', { ttl: 60_000 });
-  const locker = createLocker({ redis: waiterRedis, commandTimeout: 5_000, retry: SLOW_POLL });
-  // Scripts wait 300 ms on the server: the attempt is in flight when the abort comes.
-  await direct.call('CLIENT', 'PAUSE', '300', 'WRITE');
-  const controller = new AbortController();
-  const waiting = locker.acquire('k', { wait: 30_000, signal: controller.signal });
-  const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
-  expect(outcome).toMatchObject({ name: 'AbortError' });
-  // The attempt is answered after the pause; the join after it would give up after 5 s.
-  expect(ms).toBeLessThan(2_000);
-  await held.release();
-  await locker.close();
-});
+it(
+  'an abort while the first attempt is in flight ends the call once it is answered, not when the join that follows gives up',
+  async () => {
+    const held = await holder.acquire('k', { ttl: 60_000 });
+    const locker = createLocker({ redis: waiterRedis, commandTimeout: JOIN_BOUND, retry: SLOW_POLL });
+    // Scripts wait 300 ms on the server: the attempt is in flight when the abort comes.
+    await direct.call('CLIENT', 'PAUSE', '300', 'WRITE');
+    const controller = new AbortController();
+    const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
+    const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
+    expect(outcome).toMatchObject({ name: 'AbortError' });
+    // The attempt is answered after the pause; the join after it would give up after half a minute.
+    expect(ms).toBeLessThan(AT_ONCE_MS);
+    await held.release();
+    await locker.close();
+  },
+  TEST_TIMEOUT,
+);

@@ -1,6 +1,8 @@
 /** One critical section as a worker lived it: monotonic times from `process.hrtime.bigint()` (shared by all processes of the host). */
 export interface Interval {
   readonly worker: number;
+  /** When the acquire call that got the hold was made (contention workers record it). */
+  readonly requested?: bigint;
   readonly start: bigint;
   readonly end: bigint;
   readonly fence: number;
@@ -38,7 +40,20 @@ export function parseIntervals(jsonl: string): Interval[] {
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => {
-      const raw = JSON.parse(line) as { worker: number; start: string; end: string; fence: number };
-      return { worker: raw.worker, start: BigInt(raw.start), end: BigInt(raw.end), fence: raw.fence };
+      const raw = JSON.parse(line) as {
+        worker: number;
+        requested?: string;
+        start: string;
+        end: string;
+        fence: number;
+      };
+      // Workers in other languages (the PHP fleet) do not record when they asked.
+      return {
+        worker: raw.worker,
+        ...(raw.requested === undefined ? {} : { requested: BigInt(raw.requested) }),
+        start: BigInt(raw.start),
+        end: BigInt(raw.end),
+        fence: raw.fence,
+      };
     });
 }

@@ -1,7 +1,7 @@
 /**
  * A contention worker: acquires the key `iterations` times with the locker its factory builds,
  * does a read-modify-write of the witness counter inside each hold, and prints one JSON line
- * per hold with its hrtime interval and fence.
+ * per hold with its hrtime interval, when its acquire call was made, and its fence.
  */
 import { type Locker, LockUnavailableError } from '@lock/core';
 import { Redis } from 'ioredis';
@@ -29,6 +29,8 @@ const witness = new Redis(plan.witnessUrl);
 const lines: string[] = [];
 
 for (let i = 0; i < plan.iterations; i++) {
+  // Every attempt of this call, and so every grant it gets, reaches Redis after this instant.
+  const requested = process.hrtime.bigint();
   const lock = await locker.acquire(plan.key, { ttl: 5_000, wait: 60_000 });
   const start = process.hrtime.bigint();
   const seen = Number((await witness.get(plan.witnessKey)) ?? '0');
@@ -39,7 +41,15 @@ for (let i = 0; i < plan.iterations; i++) {
   await lock.release().catch((error: unknown) => {
     if (!(error instanceof LockUnavailableError)) throw error;
   });
-  lines.push(JSON.stringify({ worker: plan.id, start: String(start), end: String(end), fence: lock.fence }));
+  lines.push(
+    JSON.stringify({
+      worker: plan.id,
+      requested: String(requested),
+      start: String(start),
+      end: String(end),
+      fence: lock.fence,
+    }),
+  );
 }
 
 process.stdout.write(`${lines.join('\n')}\n`);
