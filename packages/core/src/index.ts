@@ -68,6 +68,7 @@ export type {
 } from './protocol.js';
 export * from './protocols/legacy/index.js';
 export { tokenProtocol } from './protocols/token/token.js';
+export { type PubSubMode, pubSubMode } from './pub-sub-mode.js';
 export * from './redlock/index.js';
 export { LuaScript } from './script.js';
 export { isCluster } from './topology.js';

@@ -5,8 +5,3 @@ import type { RedisClient } from './protocol.js';
 export function isCluster(redis: RedisClient): redis is Cluster {
   return (redis as { isCluster?: boolean }).isCluster === true;
 }
-
-/** The command that publishes a release from inside a script: sharded on a cluster. */
-export function publishCommand(redis: RedisClient): 'PUBLISH' | 'SPUBLISH' {
-  return isCluster(redis) ? 'SPUBLISH' : 'PUBLISH';
-}

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { detached } from '../engine/detached.js';
 import type { RedisClient } from '../protocol.js';
+import { type PubSubMode, pubSubMode } from '../pub-sub-mode.js';
 import { isCluster } from '../topology.js';
 
 /** How long a channel stays subscribed after its last listener left, so contention does not churn subscriptions. */
@@ -17,12 +18,15 @@ interface Channel {
 
 /**
  * One subscriber connection (made lazily, a duplicate of the caller's client) that delivers
- * messages to listeners per channel: SSUBSCRIBE on a cluster, SUBSCRIBE otherwise. Backends on
+ * messages to listeners per channel: SSUBSCRIBE on a cluster with sharded pub/sub, SUBSCRIBE
+ * otherwise (see `pubSubMode`: releases publish the same way). Backends on
  * the same client may share one (`singleBackend`'s `subscriber` option), so several lock
  * formats cost one connection.
  */
 export class ReleaseListener {
   private connection: Redis | Cluster | undefined;
+  /** Whether the connection subscribes sharded: decided when it is made. */
+  private sharded = false;
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
@@ -66,7 +70,7 @@ export class ReleaseListener {
         this.channels.delete(name);
         const connection = this.connection;
         if (!connection) return;
-        const done = isCluster(this.redis) ? connection.sunsubscribe(name) : connection.unsubscribe(name);
+        const done = this.sharded ? connection.sunsubscribe(name) : connection.unsubscribe(name);
         done.catch(() => {});
       }, LINGER_MS),
     );
@@ -74,17 +78,18 @@ export class ReleaseListener {
   }
 
   private async subscribe(name: string): Promise<void> {
-    const connection = this.connect();
+    const connection = this.connect(await pubSubMode(this.redis));
     if (!isCluster(this.redis)) {
       await connection.subscribe(name);
       return;
     }
-    // A cluster's shard subscribers connect on the first SSUBSCRIBE of their slot, so that call
-    // makes a connection (and its reconnects and resubscriptions) that outlives this one.
-    await detached(() => connection.ssubscribe(name));
+    // A cluster's subscribers connect on their first (S)SUBSCRIBE (a shard's, on the first of its
+    // slot), so that call makes a connection (and its reconnects and resubscriptions) that
+    // outlives this one.
+    await detached(() => (this.sharded ? connection.ssubscribe(name) : connection.subscribe(name)));
   }
 
-  private connect(): Redis | Cluster {
+  private connect(mode: PubSubMode): Redis | Cluster {
     if (this.connection) return this.connection;
     const deliver = (channel: string, message: string) => {
       for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
@@ -93,17 +98,18 @@ export class ReleaseListener {
     // while the duplicate is still connecting must wait for it, not fail. It connects at once,
     // and detached: its sockets, reconnects and resubscriptions would otherwise keep the async
     // context (the trace) of the call that first waited, for as long as the locker lives.
+    this.sharded = mode === 'sharded';
     const connection: Redis | Cluster = detached(() =>
       isCluster(this.redis)
         ? this.redis.duplicate(undefined, {
-            shardedSubscribers: true,
+            shardedSubscribers: this.sharded,
             enableOfflineQueue: true,
             lazyConnect: false,
           })
         : this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false }),
     );
     connection.on('error', () => {});
-    connection.on(isCluster(this.redis) ? 'smessage' : 'message', deliver);
+    connection.on(this.sharded ? 'smessage' : 'message', deliver);
     this.connection = connection;
     return connection;
   }

@@ -3,9 +3,10 @@ import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import { fenceCounter } from '../../fence-counter.js';
 import nextFenceLua from '../../next-fence.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import { publishCommand } from '../../pub-sub-mode.js';
 import releaseIdsLua from '../../release-ids.lua';
 import { LuaScript } from '../../script.js';
-import { isCluster, publishCommand } from '../../topology.js';
+import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
@@ -131,7 +132,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       const left = (await releaseScript.run(
         redis,
         [keys.lock, keys.owner],
-        [token, owner, publishCommand(redis), keys.channel, id],
+        [token, owner, await publishCommand(redis), keys.channel, id],
       )) as number;
       return releaseReply(left);
     },

@@ -3,9 +3,10 @@ import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
 import type { HandedGrant, Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import { publishCommand } from '../../pub-sub-mode.js';
 import releaseIdsLua from '../../release-ids.lua';
 import { LuaScript } from '../../script.js';
-import { isCluster, publishCommand } from '../../topology.js';
+import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import abandonLua from './abandon.lua';
 import acquireLua from './acquire.lua';
@@ -138,7 +139,7 @@ export function tokenProtocol(): LockProtocol {
       const keys = keysOf(resource);
       const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
         owner,
-        publishCommand(redis),
+        await publishCommand(redis),
         keys.channel,
         id,
       ])) as number | string;
@@ -153,7 +154,7 @@ export function tokenProtocol(): LockProtocol {
       await abandonScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
         owner,
         context?.fresh ? '1' : '0',
-        publishCommand(redis),
+        await publishCommand(redis),
         keys.channel,
       ]);
     },
