@@ -64,6 +64,10 @@ describe('Lock (default mode)', () => {
   it('refuses bad options before any write, naming the value', async () => {
     expect(() => new Lock('k', { redis: t.redis, retryMax: 0 })).toThrow(/"LOCK_RETRY_MAX": 0/);
     expect(() => new Lock('k', { redis: t.redis, sleep: -1 })).toThrow(/"LOCK_SLEEP": -1/);
+    // A pause past what a Node timer takes would be cut to nothing: the retries would not wait.
+    expect(() => new Lock('k', { redis: t.redis, sleep: 3e6 })).toThrow(
+      /"LOCK_SLEEP": 3000000 \(expected a number of seconds from 0 to 2147483, as the `sleep` option or the constant\)/,
+    );
     expect(() => new Lock('k', { redis: t.redis, expire: 0 })).toThrow(/"LOCK_EXPIRE": 0/);
     expect(() => new Lock('k', { redis: t.redis, tll: 1 } as never)).toThrow(/"tll"/);
     // Names from the PHP class, Redisson or redlock are refused with the option to use instead.
