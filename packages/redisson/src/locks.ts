@@ -1,7 +1,14 @@
-import { AcquireTimeoutError, checkKey, checkTtl, LockBusyError } from '@lock/core';
+import {
+  AcquireTimeoutError,
+  checkKey,
+  checkTtl,
+  InvalidOptionError,
+  LockBusyError,
+  MAX_TTL,
+} from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
-import { checkOptionalMs, PARAMETER_NAMES, refuseUnknown } from './options.js';
+import { PARAMETER_NAMES, refuseUnknown } from './options.js';
 import { type ThreadOptions, threadOf } from './thread.js';
 
 /** Options of `lock()`. */
@@ -35,7 +42,11 @@ const LOCK_RENAMED = {
 };
 
 function checkWait(wait: unknown): number {
-  return wait === undefined || wait === 0 ? 0 : (checkOptionalMs(wait, 'wait') as number);
+  if (wait === undefined) return 0;
+  if (typeof wait !== 'number' || !Number.isInteger(wait) || wait < 0 || wait > MAX_TTL) {
+    throw new InvalidOptionError('wait', wait, `a whole number of ms from 0 (one attempt) to ${MAX_TTL}`);
+  }
+  return wait;
 }
 
 /** The thread a call without acquisition acts as, after checking its options. */
