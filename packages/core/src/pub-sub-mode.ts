@@ -1,4 +1,3 @@
-import { isUnreachable } from './engine/deadline.js';
 import { detached } from './engine/detached.js';
 import type { RedisClient } from './protocol.js';
 import { isCluster } from './topology.js';
@@ -11,8 +10,10 @@ const probed = new WeakMap<RedisClient, Promise<PubSubMode>>();
 /**
  * Redisson's AUTO mode: sharded pub/sub only on a cluster whose servers answer
  * `PUBSUB SHARDNUMSUB` (Redis 7+, Valkey); plain pub/sub everywhere else, a Redis 6 cluster
- * included (its `PUBLISH` reaches every node). Asked once per client. Any answer but a
- * connection failure settles it, as in Redisson: an ACL user refused the probe publishes plain.
+ * included (its `PUBLISH` reaches every node). Asked once per client, and kept only for a
+ * definite answer: an unknown subcommand means Redis 6; an ACL refusal (`NOPERM`) cannot tell,
+ * and means sharded, what every Redis 7 cluster has; anything else (a connection failure,
+ * `CLUSTERDOWN`, `LOADING`) is asked again next time.
  */
 export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode> {
   if (!isCluster(redis)) return 'plain';
@@ -22,7 +23,9 @@ export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode>
   const answer = detached(() => redis.call('PUBSUB', 'SHARDNUMSUB', '0')).then(
     (): PubSubMode => 'sharded',
     (error: unknown): PubSubMode => {
-      if (!isUnreachable(error)) return 'plain';
+      const message = error instanceof Error ? error.message : '';
+      if (/unknown (sub)?command/i.test(message)) return 'plain';
+      if (message.startsWith('NOPERM')) return 'sharded';
       probed.delete(redis);
       throw error;
     },

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   bounded,
   checkKey,
+  checkMs,
   DEFAULT_COMMAND_TIMEOUT,
   type Lock as HeldLock,
   InvalidOptionError,
@@ -109,16 +110,7 @@ function checkOptions(options: unknown): asserts options is LockOptions {
     throw new InvalidOptionError('strict', strict, 'a boolean');
   if (time !== undefined && typeof time !== 'function')
     throw new InvalidOptionError('time', time, 'a function answering whole Unix seconds');
-  if (
-    commandTimeout !== undefined &&
-    (!Number.isInteger(commandTimeout) || commandTimeout <= 0 || commandTimeout >= 2 ** 31)
-  ) {
-    throw new InvalidOptionError(
-      'commandTimeout',
-      commandTimeout,
-      'a positive integer number of ms below 2^31',
-    );
-  }
+  if (commandTimeout !== undefined) checkMs(commandTimeout, 'commandTimeout');
 }
 
 /**

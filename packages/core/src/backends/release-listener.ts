@@ -78,7 +78,10 @@ export class ReleaseListener {
   }
 
   private async subscribe(name: string): Promise<void> {
-    const connection = this.connect(await pubSubMode(this.redis));
+    const mode = await pubSubMode(this.redis);
+    // Closed while the probe was out: a connection made now would outlive the listener.
+    if (this.closed) throw new Error('release listener is closed');
+    const connection = this.connect(mode);
     if (!isCluster(this.redis)) {
       await connection.subscribe(name);
       return;

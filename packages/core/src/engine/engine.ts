@@ -15,14 +15,7 @@ import {
 import type { AttemptContext, HandedGrant, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import {
-  bounded,
-  CommandTimeoutError,
-  isUnreachable,
-  redacted,
-  unavailable,
-  withDeadline,
-} from './deadline.js';
+import { bounded, isUnreachable, redacted, unavailable, withDeadline } from './deadline.js';
 import {
   type AcquireEvent,
   type AcquireTraceContext,
@@ -327,7 +320,7 @@ class Engine implements Locker {
     const calledAt = this.clock();
     return hold.serial(async () => {
       this.assertHeld(hold);
-      const timeout = this.timeLeft(calledAt, hold.key, 'extend');
+      const timeout = this.timeLeft(calledAt);
       const sentAt = this.clock();
       let result: Awaited<ReturnType<LockBackend['extend']>>;
       try {
@@ -367,13 +360,12 @@ class Engine implements Locker {
 
   /**
    * What is left of `commandTimeout` for an operation called at `calledAt` that waited its turn
-   * behind the hold's renewal in flight: its deadline counts from the call. With nothing left
-   * (Redis did not answer that renewal either), it gives up unsent.
+   * behind the hold's renewal in flight: its deadline counts from the call. With nothing left it
+   * is still sent (a renewal answered just late did land, and a release that lands frees the
+   * lock), but its caller is answered at once.
    */
-  private timeLeft(calledAt: number, key: string, operation: string): number {
-    const left = calledAt + this.timeout - this.clock();
-    if (left <= 0) throw unavailable(new CommandTimeoutError(this.timeout), key, operation);
-    return left;
+  private timeLeft(calledAt: number): number {
+    return Math.max(0, calledAt + this.timeout - this.clock());
   }
 
   releaseId(): string {
@@ -428,7 +420,7 @@ class Engine implements Locker {
     }
     // A lost hold sends nothing: the lease ended or another owner took the key.
     if (hold.lost && hold.lost.reason !== 'closed') return 'not-owner';
-    const timeout = this.timeLeft(calledAt, hold.key, 'release');
+    const timeout = this.timeLeft(calledAt);
     const result = await withDeadline(
       this.backend.release(
         hold.resource,
@@ -657,7 +649,11 @@ class Engine implements Locker {
       }
       linked?.dispose();
       if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
-      if (!call.acquired) await this.giveUp(request, call, attempts > 0, queueLease, started, signal.aborted);
+      if (!call.acquired) {
+        // A fresh owner is never asked for again; a reused one (explicit, re-entrant) must not
+        // find its next call's queue place taken out by this call's cleanup landing late.
+        await this.giveUp(request, call, attempts > 0, queueLease, started, signal.aborted && request.fresh);
+      }
     }
   }
 
@@ -665,8 +661,9 @@ class Engine implements Locker {
    * Cleans up after a call that ends without the lock: undoes a grant that came too late, and
    * takes the owner out of the server's queue if it may be there. Within the call's own deadline
    * (the wait and one attempt) it settles with that done; past it, with Redis slow or gone, the
-   * cleanup goes on alone, as it does for a call its signal or `close()` ended: the caller asked
-   * to stop now, and with Redis gone the cleanup would hold it for a command timeout.
+   * cleanup goes on alone, as it does when `atOnce` (a fresh owner's call its signal or `close()`
+   * ended): the caller asked to stop now, and with Redis gone the cleanup would hold it for a
+   * command timeout.
    */
   private async giveUp(
     request: Request,
@@ -674,7 +671,7 @@ class Engine implements Locker {
     attempted: boolean,
     queueLease: number,
     started: number,
-    aborted: boolean,
+    atOnce: boolean,
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
     if (call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
@@ -688,7 +685,7 @@ class Engine implements Locker {
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
-    if (cleanup.length > 0 && left > 0 && !aborted) {
+    if (cleanup.length > 0 && left > 0 && !atOnce) {
       await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
     }
   }

@@ -1,4 +1,11 @@
-import { createLocker, type LockerOptions, LockUnavailableError } from '@lock/core';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import {
+  type AcquireEvent,
+  createLocker,
+  type Lock,
+  type LockerOptions,
+  LockUnavailableError,
+} from '@lock/core';
 import { startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
@@ -32,7 +39,7 @@ function settled(call: Promise<unknown>): Promise<{ error: unknown; at: number }
   );
 }
 
-it("a release that waited for an unanswered extend gives up by its own call's deadline, unsent", async () => {
+it("a release that waited for an unanswered extend settles by its own call's deadline", async () => {
   await using setup = await proxiedLocker();
   const lock = await setup.locker.acquire('queued', { ttl: 60_000 });
   setup.proxy.blackhole();
@@ -47,6 +54,12 @@ it("a release that waited for an unanswered extend gives up by its own call's de
   // Called with the extend, its deadline ended with the extend's: sent after it instead, it
   // would have waited a whole command timeout more.
   expect(release.at - extend.at).toBeLessThan(COMMAND_TIMEOUT / 2);
+  // It was sent all the same: once Redis answers, it frees the lock long before its 60 s lease.
+  setup.proxy.pass();
+  await waitFor(
+    'the late release to free the lock',
+    async () => (await setup.server.client().exists('{lock:queued}')) === 0,
+  );
 });
 
 it('a release called after close() rejects when close could not release the lock, and answers released when it could', async () => {
@@ -89,3 +102,44 @@ it('a queued waiter aborted while Redis stopped answering rejects at once, and l
   await lock.release();
   await holder.close();
 });
+
+it('a waiter with an owner of its own, aborted, leaves the queue before it settles: the same owner queued again is woken by the release', async () => {
+  await using server = await startRedis();
+  const admin = server.client();
+  const holder = createLocker({ redis: admin });
+  // Polls once a minute: within its wait, only the release's message can wake it.
+  const waiter = createLocker({ redis: server.client(), retry: { base: 60_000, max: 60_000, jitter: 0 } });
+  const lock = await holder.acquire('reused', { ttl: 60_000 });
+  const controller = new AbortController();
+  const first = waiter.acquire('reused', { owner: 'job-7', wait: 30_000, signal: controller.signal });
+  await waitFor('the first call to be queued', async () => (await admin.zcard('{lock:reused}:queue')) === 1);
+  controller.abort();
+  // The same owner again as soon as the first call settles: the first call's cleanup, had it
+  // gone on alone (its script not loaded yet, it needs a second round trip), would land after
+  // this call joined the queue and take it out; the release would then wake nobody.
+  let again: Promise<Lock> | undefined;
+  await first.catch(() => {
+    again = waiter.acquire('reused', { owner: 'job-7', wait: 2_000 });
+  });
+  const acquired = nextAcquisition('reused');
+  await waitFor('the second call to be queued', async () => (await admin.zcard('{lock:reused}:queue')) === 1);
+  await lock.release();
+  const next = await again!;
+  expect(next.owner).toBe('job-7');
+  expect(await acquired).toMatchObject({ handoff: true });
+  await next.release();
+  await Promise.all([holder.close(), waiter.close()]);
+});
+
+/** The next `lock:acquire` event of `key` (the default prefix's resource). */
+function nextAcquisition(key: string): Promise<AcquireEvent> {
+  return new Promise((resolve) => {
+    const onAcquire = (message: unknown) => {
+      const event = message as AcquireEvent;
+      if (event.key !== key) return;
+      unsubscribe('lock:acquire', onAcquire);
+      resolve(event);
+    };
+    subscribe('lock:acquire', onAcquire);
+  });
+}
