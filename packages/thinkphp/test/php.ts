@@ -23,6 +23,8 @@ export interface PhpLockResult {
   value: string | null;
   ttl: number;
   time: number;
+  /** The key's Redis type (`none` when absent). */
+  type: string;
 }
 
 /** Arguments every PHP command takes: the redis port, the key, optionally expire and a clock offset (s). */
@@ -31,7 +33,55 @@ export interface PhpArgs {
   key: string;
   expire?: number;
   offset?: number;
+  /** Ports of Redis Cluster nodes: Predis then runs in its Redis Cluster mode and `port` is unused. */
+  cluster?: readonly number[];
   [more: string]: unknown;
+}
+
+/** What `cli.php read` prints. */
+export interface PhpRead {
+  value: string | null;
+  ttl: number;
+  /** The key's Redis type (`none` when absent). */
+  type: string;
+  /** PHP's time(). */
+  time: number;
+  digits: boolean;
+  isInt: boolean;
+  /** Whether the seed's own comparison (`value > time()`) calls the lock live. */
+  liveBySeedCheck: boolean;
+  /** The host's wall clock in ms (microtime), read just before `pttl`. */
+  mtime: number;
+  pttl: number;
+}
+
+/** What a PHP process killed by `cli.php crash-after-setnx` printed before it died, and how it died. */
+export interface PhpCrash {
+  signal: NodeJS.Signals | null;
+  setnx: number;
+  value: string | null;
+  ttl: number;
+  time: number;
+  type: string;
+}
+
+/**
+ * Runs `cli.php crash-after-setnx`: SETNX of the seed's value, then the process kills itself
+ * with SIGKILL before its EXPIRE. Resolves once it is dead, with what it printed.
+ */
+export function phpCrashAfterSetnx(args: PhpArgs): Promise<PhpCrash> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'php',
+      [cli, 'crash-after-setnx', JSON.stringify(args)],
+      { timeout: 30_000 },
+      (error, stdout, stderr) => {
+        if (error?.signal !== 'SIGKILL' || error.killed) {
+          reject(new Error(`php crash-after-setnx was not killed by itself: ${error?.message}\n${stderr}`));
+        } else resolve({ signal: error.signal, ...(JSON.parse(stdout) as Omit<PhpCrash, 'signal'>) });
+      },
+    );
+  });
 }
 
 /** Runs `test/php/cli.php <command>` in a php-cli child process and parses its JSON line. */

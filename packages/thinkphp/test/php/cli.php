@@ -8,15 +8,23 @@ require __DIR__ . '/Lock.php';
 
 $command = $argv[1];
 $args = json_decode($argv[2], true);
-$client = new Predis\Client(['host' => '127.0.0.1', 'port' => (int) $args['port']]);
+// `cluster` (optional): ports of Redis Cluster nodes to start from; Predis then runs in its
+// Redis Cluster mode (slot map, MOVED/ASK redirections) and `port` is not used.
+$client = isset($args['cluster'])
+    ? new Predis\Client(array_map(function ($port) {
+        return 'tcp://127.0.0.1:' . (int) $port;
+    }, $args['cluster']), ['cluster' => 'redis'])
+    : new Predis\Client(['host' => '127.0.0.1', 'port' => (int) $args['port']]);
 $key = $args['key'];
 $expire = $args['expire'] ?? Lock::LOCK_EXPIRE;
 $lock = new Lock($client, $key, $expire, $args['offset'] ?? 0);
 
 function state($client, $key)
 {
-    $value = $client->get($key);
-    return ['value' => $value, 'ttl' => $client->ttl($key), 'time' => time()];
+    // A key of another type (a Redisson hash, say) is reported by its type: GET would throw.
+    $type = (string) $client->type($key);
+    $value = $type === 'string' ? $client->get($key) : null;
+    return ['value' => $value, 'ttl' => $client->ttl($key), 'time' => time(), 'type' => $type];
 }
 
 switch ($command) {
@@ -51,8 +59,23 @@ switch ($command) {
             'digits' => is_string($value) && ctype_digit($value),
             'isInt' => is_string($value) && (string) (int) $value === $value,
             'liveBySeedCheck' => $value !== null && (int) $value > time(),
+            // The host's wall clock in ms, read just before the key's PTTL: mtime + pttl is a
+            // lower bound of when Redis expires the key, on this host's clock.
+            'mtime' => microtime(true) * 1000,
+            'pttl' => $client->pttl($key),
         ]), "\n";
         break;
+    case 'crash-after-setnx':
+        // The SETNX-then-EXPIRE variant of the seed's acquire step, with the value the seed
+        // writes (time() + expire + 1), in a PHP process killed (SIGKILL) between the two
+        // commands: the key is left without a TTL (legacy-and-php.md §3.1, B10).
+        $written = $client->setnx($key, (time() + ($args['offset'] ?? 0)) + $expire + 1);
+        echo json_encode(['setnx' => $written] + state($client, $key)), "\n";
+        posix_kill(getmypid(), 9);
+        sleep(5);
+        $client->expire($key, $expire + 1);
+        fwrite(STDERR, "still alive after SIGKILL\n");
+        exit(3);
     case 'worker':
         // One member of a contending fleet (see fleet/fleet.ts for the handshake): after `go`,
         // lock, read-modify-write the witness counter, unlock, until the shared monotonic
