@@ -13,7 +13,7 @@ describe('fence counters', () => {
       for (const locker of [token, legacy]) {
         const lock = await locker.acquire(`order:${i}`, { ttl: 5_000 });
         fences.push(lock.fence);
-        await lock.release();
+        expect([lock.key, await lock.release()]).toEqual([`order:${i}`, 'released']);
       }
     }
     expect((await redis.keys('*')).sort()).toEqual(['{lock:#}:fences', '{lock:#}:fences:epoch']);
