@@ -182,6 +182,25 @@ describe('legacy protocol in seconds (the PHP fleet)', () => {
   });
 });
 
+describe('legacy owner record', () => {
+  it('expires at the very ms its lock key does, however the script was timed between the two writes', async () => {
+    const legacy = legacyProtocol();
+    const apart: string[] = [];
+    // A ms boundary falls between a script's two relative expiries now and then: 2 000 acquisitions meet several.
+    for (let i = 0; i < 2_000; i++) {
+      const key = `expiry:${i}`;
+      const reply = await legacy.acquire(t.redis, key, 'a', 5_000);
+      expect(reply.acquired).toBe(true);
+      const [lock, record] = await Promise.all([
+        t.redis.call('PEXPIRETIME', key),
+        t.redis.call('PEXPIRETIME', `{${key}}:owner`),
+      ]);
+      if (lock !== record) apart.push(`${key}: ${lock} / ${record}`);
+    }
+    expect(apart).toEqual([]);
+  });
+});
+
 describe('legacy protocol inputs', () => {
   it('refuses bad options and ttls naming the value, before any write', async () => {
     expect(() => legacyProtocol({ unit: 'us' as never })).toThrow(/"unit": "us"/);

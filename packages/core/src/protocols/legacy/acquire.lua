@@ -43,7 +43,7 @@ local leaseMs = lease * scale
 
 local function recordOwner(holds, fence)
   rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence, 'attempt', attempt)
-  rcall('pexpire', record, leaseMs)
+  expireWith(record, lock, leaseMs)
 end
 
 local kind = rcall('type', lock).ok
@@ -65,7 +65,7 @@ end
 
 local pttl = rcall('pttl', lock)
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt')
-if mine[1] == owner and mine[3] == stored and describes(record, pttl) then
+if mine[1] == owner and mine[3] == stored and describes(record, lock, pttl) then
   local holds = tonumber(mine[2])
   local fence = tonumber(mine[4] or rcall('get', oldCounter) or '0')
   if not fresh and (attempt == '' or mine[5] ~= attempt) then

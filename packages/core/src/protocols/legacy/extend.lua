@@ -27,10 +27,10 @@ for i = 1, #KEYS / 2 do
   local lock, record, token, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 1], ARGV[2 * i + 2]
   local mine = rcall('hmget', record, 'owner', 'value')
   if mine[1] == owner and mine[2] == token and rcall('type', lock).ok == 'string'
-      and rcall('get', lock) == token and describes(record, rcall('pttl', lock)) then
+      and rcall('get', lock) == token and describes(record, lock, rcall('pttl', lock)) then
     rcall('set', lock, value, 'PX', leaseMs)
     rcall('hset', record, 'value', value)
-    rcall('pexpire', record, leaseMs)
+    expireWith(record, lock, leaseMs)
     results[i] = value
   else
     results[i] = 0

@@ -45,7 +45,7 @@ if pttl < 0 then
 end
 
 local mine = rcall('hmget', KEYS[3], 'owner', 'holds', 'value', 'fence')
-if mine[3] == stored and describes(KEYS[3], pttl) then
+if mine[3] == stored and describes(KEYS[3], lock, pttl) then
   return { tonumber(mine[2]), pttl, tonumber(mine[4] or rcall('get', KEYS[2]) or '-1'), mine[1] }
 end
 return { 1, pttl, -1, '' }

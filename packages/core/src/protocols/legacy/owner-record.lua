@@ -1,13 +1,41 @@
 --[[
-  Prefixed to the legacy scripts that trust the owner record: `describes(record, pttl)`, whether
-  the record still describes the lock key whose PTTL is `pttl`.
+  Prefixed to the legacy scripts that keep the owner record: `expireWith(record, lock, leaseMs)`
+  gives the record the lock key's expiry, and `describes(record, lock, pttl)` tells whether the
+  record still describes the lock key (whose PTTL is `pttl`).
 
-  The record is written with the key, with the same TTL in the same script, so the two expire
-  together for as long as they belong together. A record that outlived its key (deleted by a
-  legacy peer whose clock runs ahead) must not vouch for the key a peer wrote since, even one
-  holding the same timestamp (written in the same second): that key's TTL is its own. Servers
-  before Redis 7 time each command of a script apart, hence one ms of tolerance.
+  The record is written with the key, in the same script, to expire at the same instant, so the
+  two expire together for as long as they belong together. A record that outlived its key
+  (deleted by a legacy peer whose clock runs ahead) must not vouch for the key a peer wrote since,
+  even one holding the same timestamp (written in the same second): that key's expiry is its own.
+  Each command of a script reads the clock, Redis 7.0's included, so two relative TTLs set in one
+  script differ by however long the server was held between them (preempted on a loaded host):
+  Redis 7 tells the expiry itself (PEXPIRETIME), which is copied; it is compared with one ms of
+  tolerance, as records written by earlier versions may be that far off, and so are the TTLs
+  before Redis 7 (or for a user the ACL refuses PEXPIRETIME), each read at its own time.
 ]]
-local function describes(record, pttl)
-  return pttl >= 0 and math.abs(redis.call('pttl', record) - pttl) <= 1
+local function expiryOf(key)
+  local at = redis.pcall('pexpiretime', key)
+  if type(at) == 'number' then
+    return at
+  end
+  return nil
+end
+
+local function expireWith(record, lock, leaseMs)
+  redis.call('pexpire', record, leaseMs)
+  local at = expiryOf(lock)
+  if at then
+    redis.pcall('pexpireat', record, at)
+  end
+end
+
+local function describes(record, lock, pttl)
+  if pttl < 0 then
+    return false
+  end
+  local at = expiryOf(lock)
+  if at then
+    return math.abs(expiryOf(record) - at) <= 1
+  end
+  return math.abs(redis.call('pttl', record) - pttl) <= 1
 end

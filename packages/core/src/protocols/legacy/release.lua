@@ -30,7 +30,7 @@ if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
 end
 
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'releases')
-if mine[1] ~= owner or mine[3] ~= token or not describes(record, rcall('pttl', lock)) then
+if mine[1] ~= owner or mine[3] ~= token or not describes(record, lock, rcall('pttl', lock)) then
   return -1
 end
 if releaseApplied(mine[4], id) then

@@ -51,6 +51,10 @@ export const ACL_COMMANDS = {
     'hset',
     'hmget',
     'pexpire',
+    // The owner record takes its lock key's expiry as it stands (Redis 7); refused, the record
+    // falls back to a relative TTL.
+    'pexpiretime',
+    'pexpireat',
     'pttl',
     'incr',
     'del',
