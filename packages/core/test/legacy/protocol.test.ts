@@ -1,4 +1,5 @@
 import { createLocker, InvalidKeyError, InvalidOptionError, legacyProtocol } from '@lock/core';
+import { startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { serverSeconds, useRedis } from './fixture.js';
@@ -198,6 +199,23 @@ describe('legacy owner record', () => {
       if (lock !== record) apart.push(`${key}: ${lock} / ${record}`);
     }
     expect(apart).toEqual([]);
+  });
+
+  it('falls back to relative TTLs on a server without PEXPIRETIME (before Redis 7): acquire, re-enter, extend and release still work', async () => {
+    await using server = await startRedis({ config: { 'rename-command': 'PEXPIRETIME ""' } });
+    const redis = server.client();
+    const legacy = legacyProtocol();
+    const first = await legacy.acquire(redis, 'six', 'a', 5_000);
+    expect(first).toMatchObject({ acquired: true, holds: 1 });
+    expect(await legacy.acquire(redis, 'six', 'a', 5_000)).toMatchObject({ acquired: true, holds: 2 });
+    const token = await redis.get('six');
+    expect(await redis.pttl('{six}:owner')).toBeGreaterThan(4_000);
+    const extended = await legacy.extend(redis, 'six', 'a', token!, 8_000);
+    expect(extended).not.toBeNull();
+    expect(await redis.pttl('{six}:owner')).toBeGreaterThan(7_000);
+    expect(await legacy.release(redis, 'six', 'a', extended!)).toBe('held');
+    expect(await legacy.release(redis, 'six', 'a', extended!)).toBe('released');
+    expect(await redis.exists('six', '{six}:owner')).toBe(0);
   });
 });
 
