@@ -1,5 +1,5 @@
 import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
-import { MAX_TTL, MIN_TTL } from '@lock/core';
+import { checkTtl, checkWait, MAX_TTL, MIN_TTL } from '@lock/core';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
@@ -13,7 +13,6 @@ import {
 } from 'graphql';
 import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
-import { isTtl, isWait } from './durations.js';
 import { type LockedField, lockedResolver } from './locked-resolver.js';
 import type { LockedDirectiveOptions, Settings } from './options.js';
 import { parseTemplate } from './template.js';
@@ -114,21 +113,26 @@ function lockedField(
   const { key, ttl, wait } = directive;
   if (typeof key !== 'string')
     throw new LockedDirectiveError(coordinate, `${at}(key: ${show(key)}) must be a key template string`);
-  if (ttl != null && !isTtl(ttl))
-    throw new LockedDirectiveError(
-      coordinate,
-      `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
-    );
-  if (wait != null && !isWait(wait))
-    throw new LockedDirectiveError(
-      coordinate,
-      `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_TTL}`,
-    );
   return {
     coordinate,
+    ttl:
+      ttl == null
+        ? settings.ttl
+        : checkedArgument(
+            () => checkTtl(ttl),
+            coordinate,
+            `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
+          ),
+    wait:
+      wait == null
+        ? settings.wait
+        : checkedArgument(
+            () => checkWait(wait),
+            coordinate,
+            `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_TTL}`,
+          ),
+    // After ttl and wait: their refusals come first, as they did.
     template: parseTemplate(key, { coordinate, args: config.args }, settings.keys, at),
-    ttl: ttl ?? settings.ttl,
-    wait: wait ?? settings.wait,
     listDepth: listDepth(config.type),
     composite: isCompositeType(getNamedType(config.type)),
   };
@@ -148,4 +152,13 @@ function show(value: unknown): string {
 function listDepth(type: GraphQLOutputType): number {
   const nullable = getNullableType(type);
   return isListType(nullable) ? 1 + listDepth(nullable.ofType) : 0;
+}
+
+/** Core's check of a directive argument, its refusal reported against the field. */
+function checkedArgument(check: () => number, coordinate: string, why: string): number {
+  try {
+    return check();
+  } catch {
+    throw new LockedDirectiveError(coordinate, why);
+  }
 }
