@@ -24,7 +24,7 @@ export type ReplicationOptions =
 /** Options of one acquisition; each falls back to the locker's default. */
 export interface AcquireOptions {
   /**
-   * Lease in ms (a positive integer below 2^31). Giving one means a fixed lease: the watchdog
+   * Lease in ms (an integer from 10 below 2^31). Giving one means a fixed lease: the watchdog
    * does not renew it unless `renew: true`. Default: the locker's `ttl` (30 000), renewed.
    */
   readonly ttl?: number;
@@ -74,7 +74,10 @@ export interface Lock extends AsyncDisposable {
    * until which the lock is certainly held; moves on renewal. See `remaining()`.
    */
   readonly validUntil: number;
-  /** How many ms the lock is still certainly held: `validUntil` less now, 0 once lost or expired. */
+  /**
+   * How many ms the lock is still certainly held: `validUntil` less now; 0 once lost, expired or
+   * released, and once `release()` was called even if it failed (unanswered, it may have landed).
+   */
   remaining(): number;
   /** Aborted, with a `LockLostError` reason, when the lock is lost or its validity ends unrenewed. */
   readonly signal: AbortSignal;
@@ -87,9 +90,12 @@ export interface Lock extends AsyncDisposable {
   /** Resets the lease to `ttl` ms (default: the acquisition's ttl); throws `LockLostError` if no longer ours. */
   extend(ttl?: number): Promise<void>;
   /**
-   * Gives up this hold; the last hold frees the lock. Never throws for a lock already gone:
-   * answers `'released'` (freed), `'held'` (this owner still holds it through other holds) or
-   * `'not-owner'` (it was lost before). Later calls answer the same without doing anything.
+   * Gives up this hold; the last hold frees the lock. Answers `'released'` (freed), `'held'`
+   * (this owner still holds it through other holds) or `'not-owner'` (it was lost before); once
+   * it succeeded, later calls answer the same without sending anything. Rejects with
+   * `LockUnavailableError` when Redis did not answer: the lock is no longer renewed and ends by
+   * its lease at the latest, and calling `release()` again sends it again (each retry carries the
+   * same id, so a release that landed takes off no second hold).
    */
   release(): Promise<ReleaseReply>;
 }
@@ -118,6 +124,12 @@ export interface Locker {
    */
   using<T>(key: string, options: UsingOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  /**
+   * Throws what `acquire` would throw for `options` (an unknown name, a ttl this locker's format
+   * refuses, a bad wait, retry or owner) without sending anything: for adapters that take
+   * acquisition options when they are configured, so a bad one fails then, not on every call.
+   */
+  checkOptions(options: AcquireOptions): void;
   /** Reads the lock without changing anything. */
   inspect(key: string): Promise<LockInspection>;
   /** Whether anyone holds the lock. */

@@ -1,4 +1,4 @@
-import { createLocker, InvalidOptionError } from '@lock/core';
+import { createLocker, InvalidOptionError, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,4 +51,25 @@ describe('createLocker', () => {
     expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/invalid option "timeout"/);
     expect(await redis.dbsize()).toBe(keys);
   });
+
+  it("checkOptions refuses what acquire would, the format's ttl rule included, and sends nothing", async () => {
+    const seconds = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
+    const calls = await commandCalls(redis);
+    expect(() => seconds.checkOptions({ ttl: 1_500 })).toThrow(/invalid option "ttl": 1500/);
+    expect(() => seconds.checkOptions({ ttl: 9 })).toThrow(/invalid option "ttl": 9/);
+    expect(() => seconds.checkOptions({ wait: -1 })).toThrow(/invalid option "wait": -1/);
+    expect(() => seconds.checkOptions({ retry: { base: 2_000 } })).toThrow(/retry.base/);
+    expect(() => seconds.checkOptions({ owner: '' })).toThrow(/invalid option "owner"/);
+    expect(() => seconds.checkOptions({ wiat: 5 } as never)).toThrow(/invalid option "wiat": 5/);
+    seconds.checkOptions({ ttl: 2_000, wait: 0, renew: true, reentrant: false });
+    expect(await commandCalls(redis)).toBe(calls + 1);
+    await expect(seconds.acquire('checked', { ttl: 1_500 })).rejects.toThrow(/invalid option "ttl": 1500/);
+    await seconds.close();
+  });
 });
+
+/** Commands the server has run so far, this INFO call included. */
+async function commandCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  return [...info.matchAll(/calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
+}

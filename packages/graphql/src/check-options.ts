@@ -1,4 +1,4 @@
-import { checkTtl, checkWait, InvalidOptionError } from '@lock/core';
+import { InvalidOptionError } from '@lock/core';
 import { type GraphQLError, specifiedDirectives } from 'graphql';
 import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
 
@@ -35,8 +35,8 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
   // The schema would declare its own @include (or @skip…), which breaks every query using it.
   if (BUILT_IN.includes(name))
     throw new InvalidOptionError('name', name, `a name other than GraphQL's own ${BUILT_IN.join(', ')}`);
-  if (ttl !== undefined) checkTtl(ttl);
-  if (wait !== undefined) checkWait(wait);
+  // The locker's own check: a format in whole seconds (a PHP fleet's) refuses more than core's rule.
+  locker.checkOptions({ ttl, wait });
   return {
     locker,
     name,

@@ -1,5 +1,5 @@
 import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
-import { checkTtl, checkWait, MAX_TTL, MIN_TTL } from '@lock/core';
+import { checkTtl, checkWait, type Locker, MAX_TTL, MIN_TTL } from '@lock/core';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
@@ -118,10 +118,15 @@ function lockedField(
     ttl:
       ttl == null
         ? settings.ttl
-        : checkedArgument(
-            () => checkTtl(ttl),
+        : lockerTtl(
+            settings.locker,
+            checkedArgument(
+              () => checkTtl(ttl),
+              coordinate,
+              `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
+            ),
             coordinate,
-            `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
+            at,
           ),
     wait:
       wait == null
@@ -152,6 +157,19 @@ function show(value: unknown): string {
 function listDepth(type: GraphQLOutputType): number {
   const nullable = getNullableType(type);
   return isListType(nullable) ? 1 + listDepth(nullable.ofType) : 0;
+}
+
+/** A ttl the locker's format refuses (one in whole seconds for a PHP fleet) fails the schema, not every call. */
+function lockerTtl(locker: Locker, ttl: number, coordinate: string, at: string): number {
+  try {
+    locker.checkOptions({ ttl });
+  } catch (error) {
+    throw new LockedDirectiveError(
+      coordinate,
+      `${at}(ttl: ${ttl}) is refused by the locker: ${(error as Error).message}`,
+    );
+  }
+  return ttl;
 }
 
 /** Core's check of a directive argument, its refusal reported against the field. */

@@ -1,5 +1,5 @@
 import { makeExecutableSchema } from '@graphql-tools/schema';
-import { createLocker, InvalidOptionError, type Locker } from '@lock/core';
+import { createLocker, InvalidOptionError, type Locker, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -226,6 +226,30 @@ describe('factory options', () => {
       );
     },
   );
+
+  it("refuses a ttl the locker's format refuses, as a factory option and as a directive argument", async () => {
+    const seconds = createLocker({
+      redis: redis.client(),
+      protocol: legacyProtocol({ unit: 's' }),
+      prefix: '',
+    });
+    expect(() => lockedDirective({ locker: seconds, ttl: 1_500 })).toThrow(
+      /invalid option "ttl": 1500 \(expected whole seconds/,
+    );
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker: seconds });
+    const schema = (ttl: number) =>
+      makeExecutableSchema({
+        typeDefs: [
+          lockedDirectiveTypeDefs,
+          `type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}", ttl: ${ttl}) } type Query { x: Int }`,
+        ],
+      });
+    expect(() => lockedDirectiveTransformer(schema(1_500))).toThrow(
+      /^Mutation\.pay: @locked\(ttl: 1500\) is refused by the locker: invalid option "ttl": 1500 \(expected whole seconds/,
+    );
+    expect(() => lockedDirectiveTransformer(schema(2_000))).not.toThrow();
+    await seconds.close();
+  });
 
   it('names the directive as told', () => {
     const { lockedDirectiveTypeDefs } = lockedDirective({ locker, name: 'serial' });

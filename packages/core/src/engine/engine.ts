@@ -115,6 +115,12 @@ interface Request {
   readonly signal: AbortSignal | undefined;
 }
 
+/** What an acquisition's options decide, checked: `explicit` is the owner the caller gave. */
+interface Settings extends Pick<Request, 'ttl' | 'wait' | 'renew' | 'retry' | 'signal'> {
+  readonly explicit: string | undefined;
+  readonly reentrant: boolean;
+}
+
 /** Owners this process has made: each fresh acquisition is an owner of its own. */
 let lastOwner = 0;
 /** Attempts this process has sent. */
@@ -438,15 +444,15 @@ class Engine implements Locker {
     return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
   }
 
+  checkOptions(options: AcquireOptions): void {
+    this.settings(options);
+  }
+
   private request(key: string, options: AcquireOptions): Request {
     checkKey(key);
-    refuseUnknown(options, ACQUIRE_OPTIONS, 'the acquire options');
-    const given: AcquireOptions = options;
+    const { explicit, reentrant, ...settings } = this.settings(options);
     const resource = this.resourceOf(key);
     this.backend.protocol.validate(resource, this.backend.cluster);
-    const fixedLease = given.ttl !== undefined;
-    const reentrant = checkBoolean(given.reentrant, 'reentrant') ?? this.reentrant;
-    const explicit = given.owner === undefined ? undefined : checkOwner(given.owner);
     const enclosing = explicit === undefined && reentrant ? enclosingHold(this, resource) : undefined;
     return {
       key,
@@ -454,9 +460,20 @@ class Engine implements Locker {
       owner: explicit ?? enclosing?.owner ?? this.newOwner(),
       fresh: explicit === undefined && enclosing === undefined,
       enclosing,
+      ...settings,
+    };
+  }
+
+  /** An acquisition's options, checked, with this locker's defaults for those it leaves out. */
+  private settings(options: AcquireOptions): Settings {
+    refuseUnknown(options, ACQUIRE_OPTIONS, 'the acquire options');
+    const given: AcquireOptions = options;
+    return {
+      explicit: given.owner === undefined ? undefined : checkOwner(given.owner),
+      reentrant: checkBoolean(given.reentrant, 'reentrant') ?? this.reentrant,
       ttl: given.ttl === undefined ? this.ttl : this.lease(given.ttl),
       wait: given.wait === undefined ? this.wait : checkWait(given.wait),
-      renew: checkBoolean(given.renew, 'renew') ?? (this.renew && !fixedLease),
+      renew: checkBoolean(given.renew, 'renew') ?? (this.renew && given.ttl === undefined),
       retry: checkRetry(given.retry, this.retry),
       signal: checkSignal(given.signal),
     };

@@ -13,6 +13,7 @@ export default async function shortTtlLocker(config: { url: string; ttl: number 
     acquire: (key, options) => inner.acquire(key, { ...options, ttl: config.ttl }),
     tryAcquire: (key, options) => inner.tryAcquire(key, { ...options, ttl: config.ttl }),
     using: inner.using.bind(inner),
+    checkOptions: (options) => inner.checkOptions({ ...options, ttl: config.ttl }),
     inspect: (key) => inner.inspect(key),
     isLocked: (key) => inner.isLocked(key),
     close: () => inner.close(),
