@@ -9,6 +9,7 @@ import {
   InvalidOptionError,
   LockBusyError,
   type Locker,
+  LockUnavailableError,
   type RedisClient,
 } from '@lock/core';
 import { ThinkEnv } from './env.js';
@@ -164,10 +165,19 @@ export class Lock {
     return this.held;
   }
 
-  /** Up to `LOCK_RETRY_MAX` attempts; true when acquired. */
+  /**
+   * Up to `LOCK_RETRY_MAX` attempts; true when acquired. In default mode, an earlier `unlock()`
+   * that rejected is retried first.
+   */
   async lock(): Promise<boolean> {
     const settings = checkSettings(this.settings());
-    return this.locker ? this.lockSafely(this.locker, settings) : this.lockStrict(settings);
+    if (!this.locker) return this.lockStrict(settings);
+    // An unlock() that failed left its hold here to be retried: finish it first. Over a key it
+    // still holds, the attempts would be refused by this very lock, and a caller told false does
+    // not unlock: the key would stay until its lease ends. Redis still unreachable, this rejects
+    // and keeps the hold.
+    if (this.held?.released) await this.unlock();
+    return this.lockSafely(this.locker, settings);
   }
 
   /** Default mode: releases this lock's own hold only. Strict mode: the PHP release. */
@@ -183,14 +193,16 @@ export class Lock {
     }
     const held = this.held;
     if (!held) return;
-    // Kept until the release succeeds: one that Redis did not answer may be retried by unlocking again.
+    // Kept until the release succeeds: one that Redis did not answer is retried by the next
+    // unlock() or lock().
     await held.release();
     if (this.held === held) this.held = null;
   }
 
   /**
    * Runs `fn` holding the lock and always unlocks; rejects with `LockBusyError` when `lock()`
-   * fails. `fn`'s own error is never replaced by an unlock error.
+   * fails. `fn`'s own error is never replaced by an unlock error, nor its result by an unlock
+   * Redis did not answer (`LockUnavailableError`).
    */
   static async wrap<T>(
     this: typeof Lock,
@@ -202,12 +214,16 @@ export class Lock {
     if (!(await lock.lock())) throw new LockBusyError(key, -1);
     const [outcome] = await Promise.allSettled([(async () => fn(lock))()]);
     const unlocked = lock.unlock();
-    if (outcome.status === 'fulfilled') {
-      await unlocked;
-      return outcome.value;
+    if (outcome.status === 'rejected') {
+      await unlocked.catch(() => {});
+      throw outcome.reason;
     }
-    await unlocked.catch(() => {});
-    throw outcome.reason;
+    // fn ran under the lock: a caller told it failed would run it again. An unlock Redis did not
+    // answer leaves the key to its lease, as when fn throws.
+    await unlocked.catch((error: unknown) => {
+      if (!(error instanceof LockUnavailableError)) throw error;
+    });
+    return outcome.value;
   }
 
   /** Closes the connections opened for `{ env }` locks. */
