@@ -10,6 +10,8 @@ const ALWAYS = ['\\', ':', '{', '}'];
  * Read from the left, a value then ends at the first unescaped separator, so
  * `cart/{user}/{sku}` splits back one way only. Code outside the adapters that must name the
  * same lock builds its key with it: `'cart:' + escapeValue(user) + ':' + escapeValue(sku)`.
+ * Values must be well-formed Unicode: Node writes a lone UTF-16 surrogate as the bytes of U+FFFD,
+ * so `'\uD800'` and `'\uFFFD'` would name one key (the GraphQL directive refuses such values).
  */
 export function keyValueEscaper(separators: readonly string[] = []): (value: string) => string {
   for (const separator of separators) {

@@ -66,7 +66,15 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
               `@${name} cannot lock a subscription field: a lock held for the life of an event stream would starve every other caller`,
             );
           }
-          if (config.resolve && wrapped.get(config.resolve) === settings) return config;
+          const applied = config.resolve && wrapped.get(config.resolve);
+          if (applied === settings) return config;
+          // Another factory's transformer of the same name already wrapped it: a second lock
+          // would wait on the first (each has its own owner) and the field would refuse itself.
+          if (applied && applied.name === name)
+            throw new LockedDirectiveError(
+              coordinate,
+              `@${name} was already applied by another lockedDirective() transformer: transform the schema with one of them`,
+            );
           const field = lockedField(directive, config, coordinate, settings);
           const resolve = lockedResolver(config.resolve ?? defaultFieldResolver, field, settings);
           wrapped.set(resolve, settings);

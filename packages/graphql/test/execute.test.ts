@@ -82,6 +82,31 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('answers BAD_USER_INPUT for a value holding a lone surrogate, which would be written as the bytes of U+FFFD', async () => {
+    let calls = 0;
+    const schema = build('type Query { s(id: String!): Int @locked(key: "s:{args.id}") }', {
+      Query: { s: () => ++calls },
+    });
+    // The document itself may not hold one (a syntax error): variables, parsed from JSON, may.
+    const result = await graphql({
+      schema,
+      source:
+        'query ($a: String!, $b: String!, $c: String!) { high: s(id: $a) low: s(id: $b) pair: s(id: $c) }',
+      variableValues: JSON.parse('{ "a": "\\ud800", "b": "x\\udfff", "c": "\\ud83d\\udd12" }'),
+      contextValue: {},
+    });
+
+    expect(codes(result)).toEqual([
+      [['high'], 'BAD_USER_INPUT'],
+      [['low'], 'BAD_USER_INPUT'],
+    ]);
+    expect(result.errors![0]!.message).toBe(
+      'Query.s needs {args.id} for its lock key to be well-formed Unicode, and it holds a lone UTF-16 surrogate',
+    );
+    expect(result.data).toEqual({ high: null, low: null, pair: 1 });
+    expect(calls).toBe(1);
+  });
+
   it('answers BAD_USER_INPUT for a missing context value or a key function answering null', async () => {
     const schema = build(
       'type Query { a: Int @locked(key: "t:{context.tenant.id}") b: Int @locked(key: "c:{keys.cart}") }',
@@ -640,6 +665,11 @@ describe('a schema transformed twice', () => {
 
     expect(result.errors).toBeUndefined();
     expect(result.data!.order).toBeGreaterThan(0);
+    // Another factory's transformer of the same directive would lock it a second time, as another owner.
+    const other = lockedDirective({ locker });
+    expect(() => other.lockedDirectiveTransformer(once)).toThrow(
+      'Query.order: @locked was already applied by another lockedDirective() transformer: transform the schema with one of them',
+    );
   });
 });
 

@@ -146,16 +146,25 @@ function answered(entry: Pending): boolean {
 }
 
 /**
- * Whether an error means Redis could not be reached or did not answer (a refused or closed
- * connection, ioredis giving up, our own deadline), as opposed to an answer: Redis's own error
- * replies (NOPERM, WRONGTYPE, …) and the library's typed errors pass through unchanged.
+ * Error replies that say the server cannot serve now, not that the command was wrong: a refused
+ * login (the connection is unusable whatever the command), a demoted master or a replica cut off
+ * from its master, a server loading its data or busy running a script, a cluster reconfiguring,
+ * memory full under `noeviction`, writes stopped after a failed save. A waiting acquire tries
+ * again (a failover is over within its wait), and callers see `LockUnavailableError`.
+ */
+const SERVER_UNAVAILABLE = /^(WRONGPASS|NOAUTH|READONLY|MASTERDOWN|LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF) /;
+
+/**
+ * Whether an error means Redis could not be reached, did not answer or cannot serve now (a
+ * refused or closed connection, ioredis giving up, our own deadline, `SERVER_UNAVAILABLE`), as
+ * opposed to an answer: Redis's other error replies (NOPERM, WRONGTYPE, …) and the library's
+ * typed errors pass through unchanged.
  */
 export function isUnreachable(error: unknown): boolean {
   if (error instanceof LockUnavailableError || error instanceof CommandTimeoutError) return true;
   if (error instanceof LockError) return false;
   if (!(error instanceof Error) || error.name !== 'ReplyError') return true;
-  // A refused login leaves the connection unusable, whatever the command was.
-  return /^(WRONGPASS|NOAUTH)/.test(error.message);
+  return SERVER_UNAVAILABLE.test(error.message);
 }
 
 /**

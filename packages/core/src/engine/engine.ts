@@ -437,7 +437,14 @@ class Engine implements Locker {
       ),
       timeout,
       (late) => {
-        if (late.status === 'fulfilled') hold.lateRelease = late.value;
+        if (late.status !== 'fulfilled') return;
+        hold.lateRelease = late.value;
+        // It freed the lock after all: the hold ends now, instead of being reported lost when
+        // its lease runs out. Only when no other handle re-entered it since.
+        if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
+          this.forget(hold);
+          this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: 'released' }));
+        }
       },
     );
     // A retry after a release that timed out but landed: that earlier release freed the lock.

@@ -184,6 +184,45 @@ describe('Redis frozen, then back', () => {
     redis.disconnect();
   });
 
+  it('a release that lands after its caller gave up ends the hold as released, not lost when its lease runs out', async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    const events: string[] = [];
+    const onRelease = (message: unknown) => {
+      const { key, result } = message as { key: string; result: string };
+      events.push(`release ${key}: ${result}`);
+    };
+    const onLost = (message: unknown) => {
+      const { key, reason } = message as { key: string; reason: string };
+      events.push(`lost ${key}: ${reason}`);
+    };
+    subscribe('lock:release', onRelease);
+    subscribe('lock:lost', onLost);
+    try {
+      const lock = await locker.acquire('landed', { ttl: 1_500 });
+      server.pause();
+      const failed = await timed(() => lock.release());
+      expect(failed.error).toBeInstanceOf(LockUnavailableError);
+      server.resume();
+      await until(async () => events.includes('release landed: released'), 5_000);
+      expect(await locker.isLocked('landed')).toBe(false);
+      // Taken after it with the same lease: its loss is reported after the lease of "landed" ran out.
+      await locker.acquire('control', { ttl: 1_500 });
+      await until(async () => events.includes('lost control: expired'), 10_000);
+      expect(events.filter((event) => event.includes(' landed: '))).toEqual([
+        'release landed: error',
+        'release landed: released',
+      ]);
+      expect(await lock.release()).toBe('released');
+    } finally {
+      unsubscribe('lock:release', onRelease);
+      unsubscribe('lock:lost', onLost);
+    }
+    await locker.close();
+    redis.disconnect();
+  });
+
   it('a renewal that fails while the server is frozen is retried within the lease: the lock is kept', async () => {
     await using server = await startRedis();
     const redis = userClient(server);
