@@ -10,6 +10,8 @@ const FAILURES: Readonly<Record<string, AcquireOutcome>> = {
   ABORT_ERR: 'aborted',
   ERR_LOCK_UNAVAILABLE: 'unavailable',
   ERR_LOCK_QUORUM: 'unavailable',
+  // No replica confirmed it in time: replicas down or lagging, answered as unavailable by the adapters.
+  ERR_LOCK_NOT_REPLICATED: 'unavailable',
 };
 
 export function failureOutcome(error: unknown): AcquireOutcome {

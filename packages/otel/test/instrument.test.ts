@@ -22,7 +22,7 @@ import {
   METRIC_LOCK_WAIT_DURATION,
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
-import { type RedisServer, startRedis } from '@lock/testing';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import { context, diag, metrics as globalMetrics, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -382,6 +382,30 @@ describe('instrumentLocks', () => {
     expect(failed.map((span) => span.status)).toEqual([
       { code: SpanStatusCode.ERROR },
       { code: SpanStatusCode.ERROR },
+    ]);
+  });
+
+  it('records an acquisition no replica confirmed as unavailable, as the HTTP and GraphQL adapters answer it', async () => {
+    await using replica = await startRedis({ config: { replicaof: `${server.host} ${server.port}` } });
+    await waitFor('the replica online', async () =>
+      (await redis.info('replication')).includes('state=online'),
+    );
+    const replicated = createLocker({ redis, replication: { replicas: 1, timeout: 100 } });
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    replica.pause();
+    try {
+      await expect(replicated.acquire('order:1', { wait: 0 })).rejects.toMatchObject({
+        code: 'ERR_LOCK_NOT_REPLICATED',
+      });
+    } finally {
+      replica.resume();
+    }
+    instrumentation.disable();
+    await replicated.close();
+    const [span] = lockSpans().filter((recorded) => recorded.name === 'lock.acquire order:*');
+    expect([span?.attributes[ATTR_LOCK_OUTCOME], span?.attributes[ATTR_ERROR_TYPE]]).toEqual([
+      'unavailable',
+      'ERR_LOCK_NOT_REPLICATED',
     ]);
   });
 
