@@ -443,7 +443,7 @@ class Engine implements Locker {
         // its lease runs out. Only when no other handle re-entered it since.
         if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
           this.forget(hold);
-          this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: 'released' }));
+          this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: late.value }));
         }
       },
     );
