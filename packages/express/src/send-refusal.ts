@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { type LockRefusal, PROBLEM_CONTENT_TYPE } from './http/index.js';
+import { cutResponse, type LockRefusal, PROBLEM_CONTENT_TYPE } from './http/index.js';
 
 /**
  * The default answer to a refused request: the refusal's status, `Retry-After` in seconds and
@@ -10,7 +10,7 @@ export function sendRefusal(_req: Request, res: Response, _next: NextFunction, r
   // An earlier middleware already sent a status: a refusal can no longer be told, and ending the
   // response would pass for that status. Cut it, as Express does with an error at this point.
   if (res.headersSent) {
-    res.destroy();
+    cutResponse(res);
     return;
   }
   const body = JSON.stringify(refusal.problem);

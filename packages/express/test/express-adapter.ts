@@ -1,7 +1,8 @@
 import http from 'node:http';
 import { Readable } from 'node:stream';
 import type express from 'express';
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import express5, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import express4 from 'express4';
 import { type ExpressLockOptions, lock } from '../src/index.js';
 import { listen } from './support/http.js';
 import type { HttpLockAdapter, TestRoute } from './support/lock-suite.js';
@@ -13,6 +14,11 @@ export interface ExpressVersion {
   /** Express 5 sends a rejected async handler to `next(err)`; Express 4 needs the handler to do it. */
   readonly forwardsRejections: boolean;
 }
+
+export const expressVersions: readonly ExpressVersion[] = [
+  { name: 'Express 5', express: express5, forwardsRejections: true },
+  { name: 'Express 4', express: express4 as unknown as typeof express5, forwardsRejections: false },
+];
 
 function send(res: Response, body: unknown): void {
   if (body instanceof Readable) {

@@ -1,24 +1,18 @@
 import http, { type Server } from 'node:http';
 import type { Lock, Locker } from '@lock/core';
 import { waitFor } from '@lock/testing';
+import type express5 from 'express';
 import type { RequestHandler } from 'express';
-import express5 from 'express';
-import express4 from 'express4';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { lock, locked, type RefusalHandler } from '../src/index.js';
-import { answerErrors, type ExpressVersion, expressAdapter } from './express-adapter.js';
+import { answerErrors, expressAdapter, expressVersions } from './express-adapter.js';
 import { useLockFixture } from './support/fixture.js';
 import { listen, openRequest } from './support/http.js';
 import { describeLockMiddleware } from './support/lock-suite.js';
 import { Gate } from './support/recorder.js';
 
-const versions: ExpressVersion[] = [
-  { name: 'Express 5', express: express5, forwardsRejections: true },
-  { name: 'Express 4', express: express4 as unknown as typeof express5, forwardsRejections: false },
-];
-
-for (const version of versions) {
+for (const version of expressVersions) {
   describeLockMiddleware(expressAdapter(version));
 
   describe(`${version.name}: Express specifics`, () => {

@@ -6,10 +6,11 @@ import {
   checkFunction,
   checkPropertyName,
   createGate,
+  cutResponse,
   type LockRefusal,
 } from '@lock/express/http';
 import type { Context, Middleware } from 'koa';
-import { sendRefusal } from './send-refusal.js';
+import { refuse, sendRefusal } from './send-refusal.js';
 
 /** `ctx.state` under the default `stateKey`: `new Router<LockState>()` types `ctx.state.lock`. */
 export interface LockState {
@@ -69,7 +70,7 @@ export function lock(options: KoaLockOptions): Middleware {
       },
       ctx.req,
     );
-    if (outcome.kind === 'refused') await handler(ctx, outcome.refusal);
+    if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal);
     await downstream;
     if (locked) cutOnStreamError(ctx);
   };
@@ -86,6 +87,6 @@ function cutOnStreamError(ctx: Context): void {
   if (!(body instanceof Stream)) return;
   // Koa's own error listener was added when the body was set, so it has run by then.
   body.once('error', () => {
-    if (!ctx.res.writableEnded) ctx.res.destroy();
+    if (!ctx.res.writableEnded) cutResponse(ctx.res);
   });
 }

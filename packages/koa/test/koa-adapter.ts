@@ -2,17 +2,23 @@ import http, { type Server } from 'node:http';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Lock } from '@lock/core';
-import type Koa from 'koa';
-import type { Middleware } from 'koa';
+import Koa3, { type Middleware } from 'koa';
+import Koa2 from 'koa2';
+import type { H2LockAdapter, H2Route } from '../../express/test/support/h2-suite.js';
 import { listen } from '../../express/test/support/http.js';
 import type { HttpLockAdapter } from '../../express/test/support/lock-suite.js';
 import { type KoaLockOptions, lock } from '../src/index.js';
 
-/** One Koa major version, as the shared suite drives it. */
+/** One Koa major version, as the shared suites drive it. */
 export interface KoaVersion {
   readonly name: string;
-  readonly Koa: typeof Koa;
+  readonly Koa: typeof Koa3;
 }
+
+export const koaVersions: readonly KoaVersion[] = [
+  { name: 'Koa 3', Koa: Koa3 },
+  { name: 'Koa 2', Koa: Koa2 },
+];
 
 /** Answers an error with its status and `{ code }`, as the suite expects, the way Koa apps usually do. */
 export const answerErrors: Middleware = async (ctx, next) => {
@@ -25,33 +31,45 @@ export const answerErrors: Middleware = async (ctx, next) => {
   }
 };
 
-export function koaAdapter({ name, Koa }: KoaVersion): HttpLockAdapter {
+/** A Koa app serving `routes` behind `lock()`, as both suites expect. */
+function appFor(Koa: typeof Koa3, routes: readonly H2Route[]): Koa3 {
+  const app = new Koa();
+  // Koa logs the stream error of a client that aborts mid-stream; that abort is what the test does.
+  app.silent = true;
+  const router = new Router();
+  for (const route of routes) {
+    const gates = Array.from({ length: route.gates ?? 1 }, () =>
+      lock(route.options as unknown as KoaLockOptions),
+    );
+    const before: Middleware[] = route.flushHeaders ? [flushHeaders] : [];
+    router.get(route.path, ...before, ...gates, async (ctx) => {
+      const body = await route.handle(ctx.state.lock as Lock | undefined);
+      if (body instanceof Readable) ctx.type = 'text/plain';
+      ctx.body = body;
+    });
+  }
+  app.use(answerErrors);
+  app.use(router.routes());
+  return app;
+}
+
+/** Sends a 200's headers, as a middleware that starts a response early does. */
+const flushHeaders: Middleware = async (ctx, next) => {
+  ctx.status = 200;
+  ctx.flushHeaders();
+  await next();
+};
+
+export function koaAdapter({ name, Koa }: KoaVersion): HttpLockAdapter & H2LockAdapter {
   return {
     name,
     lock: (options) => lock(options as unknown as KoaLockOptions),
-    serve(routes) {
-      const app = new Koa();
-      // Koa logs the stream error of a client that aborts mid-stream; that abort is what the test does.
-      app.silent = true;
-      const router = new Router();
-      for (const route of routes) {
-        const gates = Array.from({ length: route.gates ?? 1 }, () =>
-          lock(route.options as unknown as KoaLockOptions),
-        );
-        router.get(route.path, ...gates, async (ctx) => {
-          const body = await route.handle(ctx.state.lock as Lock | undefined);
-          if (body instanceof Readable) ctx.type = 'text/plain';
-          ctx.body = body;
-        });
-      }
-      app.use(answerErrors);
-      app.use(router.routes());
-      return listen(http.createServer(app.callback()));
-    },
+    serve: (routes) => serveApp(appFor(Koa, routes)),
+    listener: (routes) => appFor(Koa, routes).callback(),
   };
 }
 
 /** A server for `app`, listening. */
-export function serveApp(app: Koa): Promise<Server> {
+export function serveApp(app: Koa3): Promise<Server> {
   return listen(http.createServer(app.callback()));
 }

@@ -4,15 +4,14 @@ import Router from '@koa/router';
 import type { Lock, Locker } from '@lock/core';
 import type { RedisServer } from '@lock/testing';
 import { waitFor } from '@lock/testing';
-import Koa3 from 'koa';
-import Koa2 from 'koa2';
+import type Koa3 from 'koa';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { useLockFixture } from '../../express/test/support/fixture.js';
 import { acceptedConnections, openRequest, pipeline } from '../../express/test/support/http.js';
 import { describeLockMiddleware } from '../../express/test/support/lock-suite.js';
 import { lock, type RefusalHandler } from '../src/index.js';
-import { answerErrors, type KoaVersion, koaAdapter, serveApp } from './koa-adapter.js';
+import { answerErrors, koaAdapter, koaVersions, serveApp } from './koa-adapter.js';
 
 /** A promise the test settles by hand, to order what the handlers do. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -23,12 +22,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-const versions: KoaVersion[] = [
-  { name: 'Koa 3', Koa: Koa3 },
-  { name: 'Koa 2', Koa: Koa2 },
-];
-
-for (const version of versions) {
+for (const version of koaVersions) {
   describeLockMiddleware(koaAdapter(version));
 
   describe(`${version.name}: Koa specifics`, () => {
@@ -161,32 +155,63 @@ for (const version of versions) {
       expect([custom.status, custom.body]).toEqual([409, { custom: 'busy', retryAfter: 3 }]);
     });
 
-    it('cuts a refused response whose headers an earlier middleware already sent, instead of ending it as that status', async () => {
-      const server = await serve((_app, router) =>
-        router.get(
-          '/orders/:id',
-          async (ctx, next) => {
-            ctx.status = 200;
-            ctx.flushHeaders();
-            await next();
-          },
-          lock({ locker, key: 'order:{params.id}', wait: 0 }),
-          (ctx) => {
-            ctx.body = 'ran';
-          },
-        ),
-      );
-      const holder = await locker.acquire('order:12', { ttl: 5_000 });
-      const refused = await request(server)
-        .get('/orders/12')
-        .timeout(3_000)
-        .then(
-          (response) => `answered ${response.status} ${response.text}`,
-          (error: { timeout?: number }) => (error.timeout ? 'left open' : 'cut'),
-        );
-      await holder.release();
-      expect(refused).toBe('cut');
-    });
+    it.each<[string, string, RefusalHandler | undefined]>([
+      ['the default answer', 'cut', undefined],
+      [
+        'a handler answering through ctx',
+        'cut',
+        (ctx, refusal) => {
+          ctx.status = refusal.statusCode;
+          ctx.set('Retry-After', String(refusal.retryAfter));
+          ctx.body = { retry: true };
+        },
+      ],
+      [
+        'a handler that throws',
+        'cut',
+        (_ctx, refusal) => {
+          throw Object.assign(new Error('busy'), { status: refusal.statusCode });
+        },
+      ],
+      [
+        'a handler that takes the response over',
+        'answered 200 busy',
+        (ctx) => {
+          ctx.respond = false;
+          ctx.res.end('busy');
+        },
+      ],
+    ])(
+      'with %s, a refused response whose headers an earlier middleware already sent ends %s',
+      async (_, outcome, handler) => {
+        const server = await serve((app, router) => {
+          // Koa logs the handler's error; that error is what one case makes.
+          app.silent = true;
+          router.get(
+            '/orders/:id',
+            async (ctx, next) => {
+              ctx.status = 200;
+              ctx.flushHeaders();
+              await next();
+            },
+            lock({ locker, key: 'order:{params.id}', wait: 0, handler }),
+            (ctx) => {
+              ctx.body = 'ran';
+            },
+          );
+        });
+        const holder = await locker.acquire('order:12', { ttl: 5_000 });
+        const refused = await request(server)
+          .get('/orders/12')
+          .timeout(3_000)
+          .then(
+            (response) => `answered ${response.status} ${response.text}`,
+            (error: { timeout?: number }) => (error.timeout ? 'left open' : 'cut'),
+          );
+        await holder.release();
+        expect(refused).toBe(outcome);
+      },
+    );
 
     /** A route streaming `chunks`, then failing once `fail` settles: a failed file read or upstream fetch. */
     async function serveFailingStream(chunks: readonly string[], fail: Promise<void>): Promise<Server> {

@@ -1,9 +1,14 @@
 import type { AcquireOptions, Lock, Locker } from '@lock/core';
 
-/** The part of a Node `ServerResponse` (Express `res`, Koa `ctx.res`) the lock follows. */
+/**
+ * The part of a Node response the lock follows: node:http's `ServerResponse` (Express `res`, Koa
+ * `ctx.res`) or node:http2's compatibility `Http2ServerResponse`.
+ */
 export interface ClosableResponse {
-  /** True once 'close' was emitted. */
-  readonly closed: boolean;
+  /** True once 'close' was emitted (node:http; @types/node declares it on node:http2's too, which has none). */
+  readonly closed?: boolean;
+  /** The HTTP/2 stream of a node:http2 compatibility response: destroyed once the response closed. */
+  readonly stream?: { readonly destroyed: boolean };
   /** Null while the response is queued behind a pipelined one on its connection. */
   readonly socket: unknown;
   end: (...args: never[]) => unknown;
@@ -134,7 +139,7 @@ export function lockForResponse(
   ended: (error: unknown) => void,
 ): Promise<boolean> {
   const connection = req?.socket ?? undefined;
-  if (res.closed || connection?.destroyed) return Promise.resolve(false);
+  if (res.closed || res.stream?.destroyed || connection?.destroyed) return Promise.resolve(false);
   const own = req && requestLocks.get(req)?.get(locker)?.get(key);
   if (own && !own.over) {
     // The gate that took it releases it, once this request is over and this gate's work too.
