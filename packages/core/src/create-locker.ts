@@ -6,6 +6,7 @@ import { InvalidOptionError } from './errors.js';
 import type { LockProtocol, RedisClient } from './protocol.js';
 import { legacyProtocol } from './protocols/legacy/legacy.js';
 import { tokenProtocol } from './protocols/token/token.js';
+import { checkPubSub, forcePubSub, type PubSubOption } from './pub-sub-mode.js';
 import type { Locker, ReplicationOptions } from './types.js';
 
 /** Options of `createLocker`. */
@@ -28,6 +29,15 @@ export interface LockerOptions extends EngineOptions {
    * or `'ignore'`. Checked before the first acquisition. Default: `'warn'`.
    */
   readonly eviction?: EvictionCheck;
+  /**
+   * On a cluster, how releases are published and waited for: `'auto'` (sharded pub/sub when the
+   * servers answer `PUBSUB SHARDNUMSUB`, as Redisson's default `AUTO`; or the mode another locker
+   * forced on this client), `'sharded'` (`SPUBLISH`/`SSUBSCRIBE`) or `'plain'`
+   * (`PUBLISH`/`SUBSCRIBE`). A forced mode holds for every locker on the client, and is refused
+   * when another locker forced the other one or the client was probed already. Ignored off a
+   * cluster, where pub/sub is always plain. Default: `'auto'`.
+   */
+  readonly pubSub?: PubSubOption;
 }
 
 /** A locker on one Redis deployment. */
@@ -36,10 +46,10 @@ export function createLocker(options: LockerOptions): Locker {
     throw new InvalidOptionError('options', options, 'an object');
   refuseUnknown(
     options,
-    ['redis', 'protocol', 'replication', 'eviction', ...ENGINE_OPTIONS],
+    ['redis', 'protocol', 'replication', 'eviction', 'pubSub', ...ENGINE_OPTIONS],
     'the locker options',
   );
-  const { redis, protocol, replication, eviction, ...engine } = options;
+  const { redis, protocol, replication, eviction, pubSub, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError(
       'redis',
@@ -47,11 +57,15 @@ export function createLocker(options: LockerOptions): Locker {
       'an ioredis Redis or Cluster client; node-redis clients are not supported yet',
     );
   }
+  const mode = checkPubSub(pubSub, redis);
   const backend = singleBackend(redis, protocolOf(protocol), {
     ...(replication === undefined ? {} : { replication }),
     eviction: checkEvictionOption(eviction),
   });
-  return createEngine(backend, engine);
+  const locker = createEngine(backend, engine);
+  // Not before the engine accepted its options: a refused locker must leave the client as it was.
+  forcePubSub(redis, mode);
+  return locker;
 }
 
 function protocolOf(protocol: LockerOptions['protocol']): LockProtocol {

@@ -68,8 +68,15 @@ export type {
 } from './protocol.js';
 export * from './protocols/legacy/index.js';
 export { tokenProtocol } from './protocols/token/token.js';
-export { type PubSubMode, pubSubMode } from './pub-sub-mode.js';
+export {
+  checkPubSub,
+  forcePubSub,
+  type PubSubMode,
+  type PubSubOption,
+  pubSubMode,
+} from './pub-sub-mode.js';
 export * from './redlock/index.js';
+export { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from './retry-after.js';
 export { LuaScript } from './script.js';
 export { isCluster } from './topology.js';
 export type {

@@ -1,23 +1,38 @@
 import { detached } from './engine/detached.js';
+import { InvalidOptionError } from './errors.js';
 import type { RedisClient } from './protocol.js';
 import { isCluster } from './topology.js';
 
 /** How release messages travel: sharded pub/sub (`SPUBLISH`/`SSUBSCRIBE`) or plain. */
 export type PubSubMode = 'sharded' | 'plain';
 
-const probed = new WeakMap<RedisClient, Promise<PubSubMode>>();
+/**
+ * The `pubSub` option of a locker on a cluster client: `'auto'` (the mode a locker given
+ * `'sharded'` or `'plain'` forced on the client, else the probe's answer, as Redisson's `AUTO`),
+ * or a forced mode (Redisson's `ON` / `OFF`).
+ */
+export type PubSubOption = 'auto' | PubSubMode;
+
+const OPTIONS: readonly unknown[] = ['auto', 'sharded', 'plain'] satisfies PubSubOption[];
 
 /**
- * Redisson's AUTO mode: sharded pub/sub only on a cluster whose servers answer
- * `PUBSUB SHARDNUMSUB` (Redis 7+, Valkey); plain pub/sub everywhere else, a Redis 6 cluster
- * included (its `PUBLISH` reaches every node). Asked once per client, and kept only for a
- * definite answer: an unknown subcommand means Redis 6; an ACL refusal (`NOPERM`) cannot tell,
- * and means sharded, what every Redis 7 cluster has; anything else (a connection failure,
- * `CLUSTERDOWN`, `LOADING`) is asked again next time.
+ * Per cluster client, the mode every release and subscription on it uses: a string when a locker
+ * forced it, the probe's promise otherwise. One entry per client, so that its publishers and its
+ * subscriber cannot part ways.
+ */
+const modes = new WeakMap<RedisClient, PubSubMode | Promise<PubSubMode>>();
+
+/**
+ * The mode a locker's `pubSub` forced on this client, or else Redisson's AUTO mode: sharded pub/sub
+ * only on a cluster whose servers answer `PUBSUB SHARDNUMSUB` (Redis 7+, Valkey); plain pub/sub
+ * everywhere else, a Redis 6 cluster included (its `PUBLISH` reaches every node). Asked once per
+ * client, and kept only for a definite answer: an unknown subcommand means Redis 6; an ACL refusal
+ * (`NOPERM`) cannot tell, and means sharded, what every Redis 7 cluster has; anything else (a
+ * connection failure, `CLUSTERDOWN`, `LOADING`) is asked again next time.
  */
 export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode> {
   if (!isCluster(redis)) return 'plain';
-  const known = probed.get(redis);
+  const known = modes.get(redis);
   if (known) return known;
   // Asked for the client, not for the call that first needs it: kept out of that call's trace.
   const answer = detached(() => redis.call('PUBSUB', 'SHARDNUMSUB', '0')).then(
@@ -26,19 +41,49 @@ export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode>
       const message = error instanceof Error ? error.message : '';
       if (/unknown (sub)?command/i.test(message)) return 'plain';
       if (message.startsWith('NOPERM')) return 'sharded';
-      probed.delete(redis);
+      modes.delete(redis);
       throw error;
     },
   );
-  probed.set(redis, answer);
+  modes.set(redis, answer);
   return answer;
+}
+
+/**
+ * Checks a locker's `pubSub` option for `redis`, recording nothing (see `forcePubSub`). Refuses a
+ * value that is not an option, and a forced mode the client cannot take: another locker forced
+ * the other one, or the client was probed already, and what subscribed or published on it since
+ * used the answer. Off a cluster neither can be (nothing is forced or probed there): every mode is
+ * accepted, and pub/sub stays plain.
+ */
+export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption {
+  if (value === undefined) return 'auto';
+  if (!OPTIONS.includes(value)) throw new InvalidOptionError('pubSub', value, "'auto', 'sharded' or 'plain'");
+  const option = value as PubSubOption;
+  if (option === 'auto') return option;
+  const known = modes.get(redis);
+  if (known === undefined || known === option) return option;
+  throw new InvalidOptionError(
+    'pubSub',
+    option,
+    typeof known === 'string'
+      ? `'${known}' or 'auto': another locker forced '${known}' on this client, and one client ` +
+          'publishes and subscribes one way; give this locker a client of its own'
+      : "'auto': this client's mode was probed before, and its releases and subscriptions may use " +
+          'the answer; give the mode to the first locker made on the client, or this locker a client of its own',
+  );
+}
+
+/** Forces a mode `checkPubSub` accepted on `redis`, once the locker is made: its every release and subscription then use it, probing nothing. */
+export function forcePubSub(redis: RedisClient, option: PubSubOption): void {
+  if (option !== 'auto' && isCluster(redis)) modes.set(redis, option);
 }
 
 type PublishCommand = 'PUBLISH' | 'SPUBLISH';
 
 const commandIn = (mode: PubSubMode): PublishCommand => (mode === 'sharded' ? 'SPUBLISH' : 'PUBLISH');
 
-/** The command that publishes a release from inside a script on `redis` (see `pubSubMode`): known at once off a cluster. */
+/** The command that publishes a release from inside a script on `redis` (see `pubSubMode`): known at once off a cluster or when forced. */
 export function publishCommand(redis: RedisClient): PublishCommand | Promise<PublishCommand> {
   const mode = pubSubMode(redis);
   return typeof mode === 'string' ? commandIn(mode) : mode.then(commandIn);

@@ -1,10 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { createLocker, legacyProtocol, RETRY_AFTER_UNKNOWN, retryAfterSeconds } from '@lock/core';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
 import { checkCommonOptions } from '../src/http/index.js';
 import { parseKeyTemplate, renderKey } from '../src/http/key-template.js';
-import { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from '../src/http/retry-after.js';
 
 const notUsed = () => Promise.reject(new Error('not used'));
-const locker = { acquire: notUsed, using: notUsed } as never;
+// Checking options sends nothing: a client that never connects will do.
+const redis = new Redis({ lazyConnect: true });
+const locker = createLocker({ redis });
+afterAll(() => redis.disconnect());
 
 describe('key templates', () => {
   it('renders params, dotted query and body paths, and headers by lower-case name', () => {
@@ -151,6 +155,14 @@ describe('options', () => {
     expect(() => checkCommonOptions({ locker, key: 'k', ...bad }, [])).toThrow(
       expect.objectContaining({ name: 'InvalidOptionError', code: 'ERR_LOCK_INVALID_OPTION', option }),
     );
+  });
+
+  it("refuses a ttl the locker's format refuses, when the middleware is made", () => {
+    const seconds = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
+    expect(() => checkCommonOptions({ locker: seconds, key: 'k', ttl: 1_500 }, [])).toThrow(
+      /invalid option "ttl": 1500 \(expected whole seconds/,
+    );
+    expect(checkCommonOptions({ locker: seconds, key: 'k', ttl: 2_000 }, []).acquire).toEqual({ ttl: 2_000 });
   });
 
   it('keeps what was given, and turns single validations off', () => {

@@ -1,4 +1,10 @@
-import type { AcquireTimeoutError, InvalidKeyError, LockBusyError } from '@lock/core';
+import {
+  type AcquireTimeoutError,
+  type InvalidKeyError,
+  type LockBusyError,
+  RETRY_AFTER_UNKNOWN,
+  retryAfterSeconds,
+} from '@lock/core';
 import { GraphQLError } from 'graphql';
 import type { HttpStatusOptions } from './options.js';
 
@@ -49,7 +55,10 @@ export function acquireFailure(
     case 'ERR_LOCK_CLOSED':
       return fieldError(
         `${coordinate} could not be locked: the lock service is unavailable`,
-        { code: LockedErrorCode.LOCK_UNAVAILABLE, ...(http && { http: httpHead(http.unavailable) }) },
+        {
+          code: LockedErrorCode.LOCK_UNAVAILABLE,
+          ...(http && { http: httpHead(http.unavailable, RETRY_AFTER_UNKNOWN) }),
+        },
         error,
       );
     default:
@@ -75,7 +84,7 @@ function lockedError(
     {
       code: LockedErrorCode.LOCKED,
       ...(retryAfterMs !== undefined && { retryAfterMs }),
-      ...(http && { http: httpHead(http.locked, retryAfterMs) }),
+      ...(http && { http: httpHead(http.locked, retryAfterSeconds(error.remaining)) }),
     },
     error,
   );
@@ -86,13 +95,10 @@ function lockedError(
  * `Object.assign`s it into a plain object, which copies own properties only: one Map that also
  * carries the header as an own property works on both.
  */
-function httpHead(status: number, retryAfterMs?: number): { status: number; headers: Map<string, string> } {
-  const headers = new Map<string, string>();
-  if (retryAfterMs !== undefined) {
-    const seconds = String(Math.ceil(retryAfterMs / 1000));
-    headers.set('retry-after', seconds);
-    Object.assign(headers, { 'retry-after': seconds });
-  }
+function httpHead(status: number, retryAfter: number): { status: number; headers: Map<string, string> } {
+  const seconds = String(retryAfter);
+  const headers = new Map([['retry-after', seconds]]);
+  Object.assign(headers, { 'retry-after': seconds });
   return { status, headers };
 }
 

@@ -9,11 +9,11 @@ import { post, type ServerKind, startServer } from './support/servers.js';
 
 describe.each<ServerKind>(['apollo', 'yoga'])('Redis unreachable on %s', (kind) => {
   it.each([
-    [false, 200],
-    [true, 503],
+    [false, 200, null],
+    [true, 503, '1'],
   ])(
-    'answers LOCK_UNAVAILABLE (httpStatus: %s → %i) and keeps serving operations that need no lock',
-    async (httpStatus, status) => {
+    'answers LOCK_UNAVAILABLE (httpStatus: %s → %i, Retry-After %s) and keeps serving operations that need no lock',
+    async (httpStatus, status, retryAfter) => {
       const redis = await useRedis();
       const locker = createLocker({ redis: redis.client(), prefix: 'unavailable:' });
       let resolved = 0;
@@ -27,6 +27,8 @@ describe.each<ServerKind>(['apollo', 'yoga'])('Redis unreachable on %s', (kind) 
         const query = await post(server.url, '{ ping }');
 
         expect(reply.status).toBe(status);
+        // As the HTTP middlewares answer 503.
+        expect(reply.headers.get('retry-after')).toBe(retryAfter);
         expect(reply.data).toEqual({ pay: null });
         expect(reply.errors).toHaveLength(1);
         expect(reply.errors[0]).toMatchObject({

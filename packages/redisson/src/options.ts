@@ -1,12 +1,14 @@
 import {
   checkMs,
   checkPrefix,
+  checkPubSub,
   checkReplication,
   checkRetry,
   checkTtl,
   DEFAULT_RETRY,
   InvalidOptionError,
   isCluster,
+  type PubSubOption,
   type RedisClient,
   type ReplicationOptions,
   type RetryOptions,
@@ -38,6 +40,15 @@ export interface RedissonOptions {
    * method settles within it, or within `wait` plus it when waiting. Default: `500`.
    */
   readonly commandTimeout?: number;
+  /**
+   * On a cluster, how unlocks publish and waiters subscribe, as Redisson's `shardedSubscriptionMode`:
+   * `'auto'` (its `AUTO`: sharded when the servers answer `PUBSUB SHARDNUMSUB`, or the mode
+   * another locker forced on this client), `'sharded'` (`ON`: `SPUBLISH`/`SSUBSCRIBE`) or
+   * `'plain'` (`OFF`: `PUBLISH`/`SUBSCRIBE`, what Redisson before 3.22 always does). Choose what
+   * the Java peers use; a forced mode holds for every locker on the client (see `@lock/core`).
+   * Ignored off a cluster, where pub/sub is always plain. Default: `'auto'`.
+   */
+  readonly pubSub?: PubSubOption;
 }
 
 const KNOWN = [
@@ -48,6 +59,7 @@ const KNOWN = [
   'replication',
   'retry',
   'commandTimeout',
+  'pubSub',
 ];
 
 /** Redisson `Config` names a Java user may carry over, and what this package calls them. */
@@ -56,6 +68,7 @@ const CONFIG_NAMES: Readonly<Record<string, string>> = {
   checkLockSyncedSlaves: '`replication`',
   slavesSyncTimeout: '`replication: { timeout }`',
   timeout: '`commandTimeout`',
+  shardedSubscriptionMode: "`pubSub` ('auto' for AUTO, 'sharded' for ON, 'plain' for OFF)",
 };
 
 /** Redisson method parameters a Java user may carry over, and what this package calls them. */
@@ -106,6 +119,7 @@ export function checkOptions(options: RedissonOptions): void {
   checkOptionalMs(options.commandTimeout, 'commandTimeout');
   if (options.replication !== undefined) checkReplication(options.replication, isCluster(redis));
   checkRetry(options.retry, DEFAULT_RETRY);
+  checkPubSub(options.pubSub, redis);
 }
 
 /**

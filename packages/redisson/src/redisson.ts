@@ -1,4 +1,4 @@
-import { newChain, runWithChain } from '@lock/core';
+import { forcePubSub, newChain, runWithChain } from '@lock/core';
 import { ClientCore } from './client.js';
 import { RFairLock, RFencedLock, RLock, RReadWriteLock } from './locks.js';
 import { checkOptions, type RedissonOptions } from './options.js';
@@ -27,6 +27,7 @@ export interface Redisson {
 export function createRedisson(options: RedissonOptions): Redisson {
   checkOptions(options);
   const client = new ClientCore(options);
+  forcePubSub(options.redis, options.pubSub ?? 'auto');
   return {
     id: client.id,
     getLock: (name) => new RLock(client, name),

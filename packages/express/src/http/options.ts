@@ -1,4 +1,4 @@
-import { type AcquireOptions, checkTtl, checkWait, InvalidOptionError, type Locker } from '@lock/core';
+import { type AcquireOptions, InvalidOptionError, type Locker } from '@lock/core';
 import { type KeyTemplate, parseKeyTemplate } from './key-template.js';
 import { DEFAULT_BUSY_MESSAGE } from './refusal.js';
 
@@ -100,7 +100,8 @@ export function checkCommonOptions<C>(options: unknown, extra: readonly string[]
     typeof given.locker !== 'object' ||
     given.locker === null ||
     typeof given.locker.acquire !== 'function' ||
-    typeof given.locker.using !== 'function'
+    typeof given.locker.using !== 'function' ||
+    typeof given.locker.checkOptions !== 'function'
   ) {
     throw new InvalidOptionError(
       'locker',
@@ -108,14 +109,17 @@ export function checkCommonOptions<C>(options: unknown, extra: readonly string[]
       'a Locker from @lock/core (or any package built on it)',
     );
   }
+  const acquire: Pick<AcquireOptions, 'ttl' | 'wait' | 'renew'> = {
+    ...(given.ttl !== undefined && { ttl: given.ttl }),
+    ...(given.wait !== undefined && { wait: given.wait }),
+    ...(given.renew !== undefined && { renew: given.renew }),
+  };
+  // Checked by the locker's own rules: a format in whole seconds (a PHP fleet's) refuses more than core's.
+  given.locker.checkOptions(acquire);
   return {
     locker: given.locker,
     key: checkKey(given.key),
-    acquire: {
-      ...(given.ttl !== undefined && { ttl: checkTtl(given.ttl) }),
-      ...(given.wait !== undefined && { wait: checkWait(given.wait) }),
-      ...(given.renew !== undefined && { renew: checkBoolean(given.renew, 'renew') }),
-    },
+    acquire,
     statusCode: checkStatus(given.statusCode ?? 409),
     message: checkMessage(given.message ?? DEFAULT_BUSY_MESSAGE),
     skip: given.skip === undefined ? undefined : checkFunction(given.skip, 'skip'),

@@ -3,8 +3,10 @@ import {
   type LockBusyError,
   type LockError,
   LockUnavailableError,
+  RETRY_AFTER_UNKNOWN,
+  type ReplicationError,
+  retryAfterSeconds,
 } from '@lock/core';
-import { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from './retry-after.js';
 
 /** An RFC 9457 problem details body (`application/problem+json`). It never names the key or the holder. */
 export interface LockProblem {
@@ -27,7 +29,7 @@ export interface LockRefusal {
   readonly retryAfter: number;
   /** The default response body. */
   readonly problem: LockProblem;
-  /** What the locker threw: `LockBusyError`, `AcquireTimeoutError` or `LockUnavailableError`. */
+  /** What the locker threw: `LockBusyError`, `AcquireTimeoutError`, `LockUnavailableError` or `ReplicationError`. */
   readonly error: LockError;
 }
 
@@ -58,8 +60,8 @@ export function busyRefusal(
   };
 }
 
-/** The refusal when Redis did not answer in time (fail closed). */
-export function unavailableRefusal(error: LockUnavailableError): LockRefusal {
+/** The refusal when Redis did not answer in time, or no replica confirmed the lock (fail closed). */
+export function unavailableRefusal(error: LockUnavailableError | ReplicationError): LockRefusal {
   return {
     reason: 'unavailable',
     statusCode: 503,
@@ -77,7 +79,8 @@ export function unavailableRefusal(error: LockUnavailableError): LockRefusal {
 }
 
 const BUSY = new Set(['ERR_LOCK_BUSY', 'ERR_LOCK_ACQUIRE_TIMEOUT']);
-const UNAVAILABLE = new Set(['ERR_LOCK_UNAVAILABLE', 'ERR_LOCK_QUORUM']);
+// A lock no replica confirmed in time was given back: replicas down or lagging, as transient as Redis down.
+const UNAVAILABLE = new Set(['ERR_LOCK_UNAVAILABLE', 'ERR_LOCK_QUORUM', 'ERR_LOCK_NOT_REPLICATED']);
 
 // By code as well as by class: two copies of @lock/core may be installed side by side.
 function codeOf(error: unknown): unknown {
@@ -89,7 +92,7 @@ export function isBusy(error: unknown): error is LockBusyError | AcquireTimeoutE
   return BUSY.has(codeOf(error) as string);
 }
 
-/** Redis unreachable or too slow: `LockUnavailableError`, `QuorumError` (RedLock) included. */
-export function isUnavailable(error: unknown): error is LockUnavailableError {
+/** Redis unreachable or too slow (`LockUnavailableError`, RedLock's `QuorumError` included), or no replica confirmed the lock. */
+export function isUnavailable(error: unknown): error is LockUnavailableError | ReplicationError {
   return error instanceof LockUnavailableError || UNAVAILABLE.has(codeOf(error) as string);
 }

@@ -612,6 +612,33 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         });
       }, 15_000);
 
+      it('answers 503 when no replica confirmed the lock in time (the lock was given back)', async () => {
+        await using master = await startRedis();
+        await using replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
+        const redis = master.client();
+        await waitFor('the replica online', async () =>
+          (await redis.info('replication')).includes('state=online'),
+        );
+        const replicated = createLocker({ redis, replication: { replicas: 1, timeout: 100 } });
+        const app = await serve({
+          path: '/orders/:id',
+          options: { locker: replicated, key: 'order:{params.id}', wait: 0 },
+          handle: async () => ({ ran: true }),
+        });
+        replica.pause();
+        try {
+          const response = await request(app).get('/orders/1');
+          expect([response.status, response.headers['retry-after'], JSON.parse(response.text).code]).toEqual([
+            503,
+            '1',
+            'ERR_LOCK_UNAVAILABLE',
+          ]);
+        } finally {
+          replica.resume();
+          await replicated.close();
+        }
+      }, 15_000);
+
       it('runs the handler unlocked with failOpen, warning once', async () => {
         await using down = await downRedis();
         const first = await request(down.app).get('/open/1');

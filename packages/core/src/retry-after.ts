@@ -1,6 +1,6 @@
 /**
  * `Retry-After` when the holder's remaining lease is unknown (-1: Redis could not say) and when
- * Redis itself is unavailable, in seconds.
+ * Redis itself is unavailable, in seconds: what the HTTP adapters and the GraphQL directive answer.
  */
 export const RETRY_AFTER_UNKNOWN = 1;
 
