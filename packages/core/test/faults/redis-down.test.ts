@@ -200,7 +200,8 @@ describe('Redis frozen, then back', () => {
     subscribe('lock:release', onRelease);
     subscribe('lock:lost', onLost);
     try {
-      const lock = await locker.acquire('landed', { ttl: 1_500 });
+      // A lease long enough that a loaded machine does not end it before the late reply is read.
+      const lock = await locker.acquire('landed', { ttl: 4_000 });
       server.pause();
       const failed = await timed(() => lock.release());
       expect(failed.error).toBeInstanceOf(LockUnavailableError);
@@ -208,8 +209,8 @@ describe('Redis frozen, then back', () => {
       await until(async () => events.includes('release landed: released'), 5_000);
       expect(await locker.isLocked('landed')).toBe(false);
       // Taken after it with the same lease: its loss is reported after the lease of "landed" ran out.
-      await locker.acquire('control', { ttl: 1_500 });
-      await until(async () => events.includes('lost control: expired'), 10_000);
+      await locker.acquire('control', { ttl: 4_000 });
+      await until(async () => events.includes('lost control: expired'), 15_000);
       expect(events.filter((event) => event.includes(' landed: '))).toEqual([
         'release landed: error',
         'release landed: released',
