@@ -1,13 +1,14 @@
 import { type AcquireReply, type AttemptContext, LuaScript, type RedisClient } from '@lock/core';
 import attemptLua from './attempt.lua';
-import { attemptLatch } from './names.js';
+import { attemptLatches } from './names.js';
 import { acquireReply } from './replies.js';
 
 /**
  * An acquire script of a Redisson lock kind, prefixed with attempt.lua so that a copy of an
  * attempt already applied counts no second hold. Every kind's acquisition goes through `run`,
- * which passes the attempt's latch last in KEYS (none without an attempt id: then every copy
- * counts) and reads the `{1, holds, fence, ttl}` / `{0, pttl}` reply.
+ * which passes the latch list of the hash field the attempt counts in last in KEYS and the
+ * attempt id last in ARGV (neither without an attempt id: then every copy counts), and reads the
+ * `{1, holds, fence, ttl}` / `{0, pttl}` reply.
  */
 export class AcquireScript {
   private readonly script: LuaScript;
@@ -19,12 +20,16 @@ export class AcquireScript {
   async run(
     redis: RedisClient,
     resource: string,
+    field: string,
     keys: readonly string[],
     args: readonly (string | number)[],
     lease: number,
     context: AttemptContext | undefined,
   ): Promise<AcquireReply> {
-    const latch = context?.attempt ? [attemptLatch(resource, context.attempt)] : [];
-    return acquireReply(await this.script.run(redis, [...keys, ...latch], args), lease);
+    const attempt = context?.attempt;
+    const reply = attempt
+      ? await this.script.run(redis, [...keys, attemptLatches(resource, field)], [...args, attempt])
+      : await this.script.run(redis, keys, args);
+    return acquireReply(reply, lease);
   }
 }

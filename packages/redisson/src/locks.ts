@@ -9,7 +9,7 @@ import {
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
 import { PARAMETER_NAMES, refuseUnknown } from './options.js';
-import { type ThreadOptions, threadOf } from './thread.js';
+import { checkThreadId, type ThreadOptions, threadOf } from './thread.js';
 
 /** Options of `lock()`. */
 export interface LockOptions extends ThreadOptions {
@@ -19,7 +19,11 @@ export interface LockOptions extends ThreadOptions {
    * while this process holds the lock.
    */
   readonly lease?: number;
-  /** Stops a waiting call: it rejects with `LockAbortError` and leaves nothing behind in Redis. Default: none. */
+  /**
+   * Stops a waiting call: it rejects with `LockAbortError` and leaves nothing behind in Redis.
+   * While Redis does not answer, it settles once the attempt in flight has timed out and, for a
+   * fair lock, its queue cleanup too: up to about two `commandTimeout`s after the abort. Default: none.
+   */
   readonly signal?: AbortSignal;
 }
 
@@ -112,8 +116,9 @@ export class RLock {
     return (await this.holdCount(threadFor(this.name, 'isHeldByCurrentThread', options))) > 0;
   }
 
+  /** Whether thread `threadId` holds the lock (Java's `isHeldByThread`); a missing id is refused, never read as the current thread. */
   async isHeldByThread(threadId: number): Promise<boolean> {
-    return (await this.holdCount(threadOf(this.name, 'isHeldByThread', threadId))) > 0;
+    return (await this.holdCount(checkThreadId(threadId))) > 0;
   }
 
   /** How many holds the calling thread has (0 when none). */

@@ -19,9 +19,10 @@ export const lockChannel = (name: string): string => prefixName('redisson_lock__
 export const rwChannel = (name: string): string => prefixName('redisson_rwlock', name);
 export const unlockLatch = (name: string, requestId: string): string =>
   `${prefixName('redisson_unlock_latch', name)}:${requestId}`;
-/** An applied acquire attempt's latch (a key Redisson never reads; see attempt.lua). */
-export const attemptLatch = (name: string, attempt: string): string =>
-  `${prefixName('redisson_lock_attempt', name)}:${attempt}`;
+/** What the force-release scripts prepend to `:<field>` for every holder's attempt latches. */
+export const attemptLatchPrefix = (name: string): string => prefixName('redisson_lock_attempt', name);
+/** The latches of the attempts applied for one hash field (a key Redisson never reads; see attempt.lua). */
+export const attemptLatches = (name: string, field: string): string => `${attemptLatchPrefix(name)}:${field}`;
 export const fairQueue = (name: string): string => prefixName('redisson_lock_queue', name);
 export const fairTimeouts = (name: string): string => prefixName('redisson_lock_timeout', name);
 export const fenceCounter = (name: string): string => prefixName('redisson_lock_token', name);

@@ -26,8 +26,12 @@ export interface RedissonOptions {
   /** Redisson's `lockWatchdogTimeout` in ms: the lease of locks taken without one, renewed every third of it. Default: `30_000`. */
   readonly lockWatchdogTimeout?: number;
   /**
-   * Redisson's `fairLockWaitTimeout` in ms: how long a queued fair-lock waiter may go silent
-   * before it is dropped, for `lock()`; a waiting `tryLock` uses its own `wait`. Default: `300_000`.
+   * Redisson's `fairLockWaitTimeout` in ms: the allowance in a fair-lock `lock()` waiter's queue
+   * deadline, not how long it may go silent. A waiter queues with the deadline of the waiter
+   * ahead of it (or the holder's remaining TTL) plus this, and is dropped once found at the head
+   * past it, dead or alive (a live one queues again at the tail, as in Redisson): a waiter that
+   * died holds up the queue until then, mostly the holder's TTL when it queued. A waiting
+   * `tryLock` uses its own `wait`. Default: `300_000`.
    */
   readonly fairLockWaitTimeout?: number;
   /** WAIT for replicas after each acquisition, as Redisson's `checkLockSyncedSlaves`; see `@lock/core`. Default: `'auto'`. */

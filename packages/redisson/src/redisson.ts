@@ -1,4 +1,4 @@
-import { forcePubSub, newChain, runWithChain } from '@lock/core';
+import { forcePubSub, InvalidOptionError, newChain, runWithChain } from '@lock/core';
 import { ClientCore } from './client.js';
 import { RFairLock, RFencedLock, RLock, RReadWriteLock } from './locks.js';
 import { checkOptions, type RedissonOptions } from './options.js';
@@ -17,6 +17,7 @@ export interface Redisson {
    * job, never around a server: everything inside is one thread, and re-enters its locks. A `run`
    * inside another is a thread of its own, as a Java thread started by another is. Its thread
    * id is 2^52 or more, a range an explicit `threadId` is refused in, so the two never meet.
+   * Anything but a function is refused with `InvalidOptionError`.
    */
   run<T>(fn: () => T): T;
   /** Stops renewal and waiting, releases the holds it still has, and closes its own subscriber connections. */
@@ -34,7 +35,12 @@ export function createRedisson(options: RedissonOptions): Redisson {
     getFairLock: (name) => new RFairLock(client, name),
     getReadWriteLock: (name) => new RReadWriteLock(client, name),
     getFencedLock: (name) => new RFencedLock(client, name),
-    run: (fn) => runWithChain(newChain(), fn),
+    run: (fn) => {
+      // Checked here: core would fail with a bare TypeError, after numbering a chain for nothing.
+      if (typeof fn !== 'function')
+        throw new InvalidOptionError('fn', fn, 'a function to run as a new thread');
+      return runWithChain(newChain(), fn);
+    },
     shutdown: () => client.close(),
   };
 }

@@ -46,8 +46,11 @@ export const RUN_THREAD_BASE = 2 ** 52;
 /** The thread id of core chain `chain` (a `redisson.run()` call, or any chain of core's). */
 export const runThread = (chain: number): number => RUN_THREAD_BASE + chain;
 
-function checkThreadId(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
+/**
+ * A thread id the caller gave. `undefined` is refused too: `isHeldByThread(undefined)` names no
+ * thread, and answering it for the current one would tell a caller who lost its id that it holds.
+ */
+export function checkThreadId(value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0 || value >= RUN_THREAD_BASE) {
     throw new InvalidOptionError(
       'threadId',
@@ -65,8 +68,7 @@ function checkThreadId(value: unknown): number | undefined {
  * no fallback: a thread made up for an unchained call could not be found again by its unlock.
  */
 export function threadOf(lock: string, method: string, explicit: number | undefined): number {
-  const given = checkThreadId(explicit);
-  if (given !== undefined) return given;
+  if (explicit !== undefined) return checkThreadId(explicit);
   const chain = currentChain();
   if (chain === undefined) throw new NoThreadError(lock, method);
   return runThread(chain);

@@ -4,7 +4,7 @@ import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisson, type Redisson } from '../src/index.js';
 import {
-  attemptLatch,
+  attemptLatches,
   fairQueue,
   fairTimeouts,
   fenceCounter,
@@ -127,7 +127,7 @@ describe('on a cluster', () => {
       fairWaiterChannel: `${lockChannel(name)}:${owner}`,
       rwChannel: rwChannel(name),
       unlockLatch: unlockLatch(name, '00'),
-      attemptLatch: attemptLatch(name, 'a1'),
+      attemptLatches: attemptLatches(name, owner),
       fairQueue: fairQueue(name),
       fairTimeouts: fairTimeouts(name),
       fenceCounter: fenceCounter(name),

@@ -53,18 +53,18 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     expect(keys[name]!.pttl).toBeGreaterThan(29_000); // re-entry resets the lease
   });
 
-  it('an attempt the engine names leaves its latch (its fence, PX the lock TTL); a copy of it counts no hold', async () => {
+  it("an attempt the engine names leaves its latch in its owner's list (its fence, PX the lock TTL); a copy of it counts no hold", async () => {
     const attempt = (id: string) => ({ wait: 0, attempt: id });
-    const latch = (id: string) => `redisson_lock_attempt:{orders:42}:${id}`;
+    const latches = `redisson_lock_attempt:{orders:42}:${us}`;
     expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
       holds: 1,
       fence: 1,
     });
     const keys = await dump(redis);
-    expect(Object.keys(keys)).toEqual([name, latch('t1'), token]);
-    expect(keys[latch('t1')]).toMatchObject({ type: 'string', value: '1' });
-    expect(keys[latch('t1')]!.pttl).toBeGreaterThan(29_000);
-    expect(keys[latch('t1')]!.pttl).toBeLessThanOrEqual(30_000);
+    expect(Object.keys(keys)).toEqual([name, latches, token]);
+    expect(keys[latches]).toMatchObject({ type: 'list', value: ['1:t1'] });
+    expect(keys[latches]!.pttl).toBeGreaterThan(29_000);
+    expect(keys[latches]!.pttl).toBeLessThanOrEqual(30_000);
     // ioredis resending the attempt after its reply was lost: answered as the hold stands.
     expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
       holds: 1,
@@ -76,30 +76,42 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
       holds: 2,
       fence: 1,
     });
-    expect(await redis.pttl(latch('t2'))).toBeGreaterThan(29_000);
+    expect(await redis.lrange(latches, 0, -1)).toEqual(['1:t2', '1:t1']);
+    expect(await redis.pttl(latches)).toBeGreaterThan(29_000);
     expect(await protocol.acquire(redis, name, us, 1_000, attempt('t2'))).toMatchObject({
       holds: 2,
       fence: 1,
     });
     expect(await redis.hget(name, us)).toBe('2');
+    // No more latches than holds: only the newest attempts can still be resent.
+    expect(await protocol.release(redis, name, us, '30000')).toBe('held');
+    await protocol.acquire(redis, name, us, 30_000, attempt('t3'));
+    expect(await redis.lrange(latches, 0, -1)).toEqual(['1:t3', '1:t2']);
+    // The last unlock takes the list with the hash: it protects no hold any more.
+    await protocol.release(redis, name, us, '30000');
+    expect(await protocol.release(redis, name, us, '30000')).toBe('released');
+    expect(await redis.exists(latches)).toBe(0);
     // Once the hold is gone, a late copy takes the lock afresh, as its first sending would have.
-    await protocol.forceUnlock(redis, name);
     expect(await protocol.acquire(redis, name, us, 30_000, attempt('t1'))).toMatchObject({
       holds: 1,
       fence: 2,
     });
+    expect(await redis.lrange(latches, 0, -1)).toEqual(['2:t1']);
+    // forceUnlock takes every holder's list with the hash.
+    await protocol.forceUnlock(redis, name);
+    expect(await redis.exists(latches)).toBe(0);
     // A fenced copy answers the token its attempt drew, and draws none.
     const fenced = new FencedLockProtocol();
     expect(await fenced.acquire(redis, name, us, 30_000, attempt('f1'))).toMatchObject({
-      holds: 2,
+      holds: 1,
       fence: 3,
     });
     expect(await fenced.acquire(redis, name, us, 30_000, attempt('f2'))).toMatchObject({
-      holds: 3,
+      holds: 2,
       fence: 4,
     });
     expect(await fenced.acquire(redis, name, us, 30_000, attempt('f1'))).toMatchObject({
-      holds: 3,
+      holds: 2,
       fence: 3,
     });
     expect(await redis.get(token)).toBe('4');
@@ -168,7 +180,9 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
     await protocol.acquire(redis, name, us, 30_000);
     await protocol.acquire(redis, name, us, 30_000);
     const latch = 'redisson_unlock_latch:{orders:42}:0123456789abcdef0123456789abcdef';
-    const call = () => release.run(redis, [name, channel, latch], ['0', 30_000, us, 'publish', 17_000]);
+    const latches = `redisson_lock_attempt:{orders:42}:${us}`;
+    const call = () =>
+      release.run(redis, [name, channel, latches, latch], ['0', 30_000, us, 'publish', 17_000]);
     expect(await call()).toBe(0);
     expect(await redis.get(latch)).toBe('0');
     expect(await call()).toBe(0); // Redisson's retry after a lost reply presents the same latch

@@ -137,6 +137,32 @@ describe('input checks and thread ranges', () => {
     });
   });
 
+  describe('arguments that name a thread or start one', () => {
+    it('isHeldByThread(undefined) is refused naming it, not answered for the current thread', async () => {
+      const lock = redisson.getLock('orders:named');
+      const answer = await redisson.run(async () => {
+        await lock.lock();
+        try {
+          return await lock.isHeldByThread(undefined as unknown as number).catch((e: unknown) => e);
+        } finally {
+          await lock.unlock();
+        }
+      });
+      expect(answer).toBeInstanceOf(InvalidOptionError);
+      expect(answer).toMatchObject({ option: 'threadId', value: undefined });
+      expect((answer as Error).message).toContain('undefined');
+    });
+
+    it('run() refuses anything but a function, naming the value, before it starts a thread', () => {
+      for (const fn of [123, undefined, 'work', null]) {
+        const error = thrown(() => redisson.run(fn as unknown as () => void));
+        expect(error, String(fn)).toBeInstanceOf(InvalidOptionError);
+        expect(error).toMatchObject({ option: 'fn', value: fn });
+        expect((error as Error).message).toContain(typeof fn === 'string' ? '"work"' : String(fn));
+      }
+    });
+  });
+
   describe('names and options are checked as given, before any write', () => {
     it('every lock factory refuses a name that is not a non-empty string, prefix or not, and writes nothing', async () => {
       // Another service's lock at the very keys a stringified name would hit.

@@ -7,22 +7,34 @@ import {
   type ReleaseReply,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { RLockProtocol, UNLOCK_MESSAGE } from '../lock/protocol.js';
-import { fairQueue, fairTimeouts, fenceCounter, lockChannel } from '../names.js';
+import {
+  attemptLatches,
+  attemptLatchPrefix,
+  fairQueue,
+  fairTimeouts,
+  fenceCounter,
+  lockChannel,
+} from '../names.js';
 import { checkOptionalMs } from '../options.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
+import deadWaitersLua from './dead-waiters.lua';
 import forceReleaseLua from './force-release.lua';
 import giveUpLua from './give-up.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new AcquireScript(acquireLua);
+const acquireScript = new AcquireScript(deadWaitersLua + acquireLua);
 const giveUpScript = new LuaScript(giveUpLua);
-const releaseScript = new LuaScript(releaseLua);
-const forceReleaseScript = new LuaScript(forceReleaseLua);
+const releaseScript = new LuaScript(deadWaitersLua + releaseLua);
+const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceReleaseLua);
 
-/** Redisson's default `fairLockWaitTimeout`: how long a queued waiter may go silent before it counts as dead. */
+/**
+ * Redisson's default `fairLockWaitTimeout`: the allowance a waiter adds to the deadline of the
+ * waiter ahead of it (or the holder's TTL) when it queues; past its deadline it counts as dead.
+ */
 export const FAIR_WAIT_ALLOWANCE = 300_000;
 
 /** Options of `FairLockProtocol`. */
@@ -69,7 +81,7 @@ export class FairLockProtocol extends RLockProtocol {
     const queue = (context?.wait ?? Number.POSITIVE_INFINITY) > 0;
     const keys = [resource, fairQueue(resource), fairTimeouts(resource), fenceCounter(resource)];
     const args = [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0];
-    return acquireScript.run(redis, resource, keys, args, ttl, context);
+    return acquireScript.run(redis, resource, owner, keys, args, ttl, context);
   }
 
   /** Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer. */
@@ -98,7 +110,13 @@ export class FairLockProtocol extends RLockProtocol {
       redis,
       releaseScript,
       resource,
-      [resource, fairQueue(resource), fairTimeouts(resource), lockChannel(resource)],
+      [
+        resource,
+        fairQueue(resource),
+        fairTimeouts(resource),
+        lockChannel(resource),
+        attemptLatches(resource, owner),
+      ],
       [UNLOCK_MESSAGE, lease, owner, this.now(), publish],
       requestId,
     );
@@ -108,7 +126,13 @@ export class FairLockProtocol extends RLockProtocol {
     const publish = await publishCommand(redis);
     const reply = await forceReleaseScript.run(
       redis,
-      [resource, fairQueue(resource), fairTimeouts(resource), lockChannel(resource)],
+      [
+        resource,
+        fairQueue(resource),
+        fairTimeouts(resource),
+        lockChannel(resource),
+        attemptLatchPrefix(resource),
+      ],
       [UNLOCK_MESSAGE, this.now(), publish],
     );
     return reply === 1;

@@ -1,14 +1,19 @@
 --[[
   Gives up one hold of a Redisson fair lock (RedissonFairLock.unlockInnerAsync). Dead waiters
-  at the head are dropped first; freeing the lock wakes only the head of the queue, on its own
-  channel. As in Redisson, unlocking a lock that no longer exists counts as a success and still
-  wakes the head, so a queue never stalls behind an expired holder.
+  at the head are dropped first (dead-waiters.lua is prefixed to this script); freeing the lock
+  wakes only the head of the queue, on its own channel. As in Redisson, unlocking a lock that
+  no longer exists counts as a success and still wakes the head, so a queue never stalls behind
+  an expired holder. Freeing it deletes the owner's attempt latches (see attempt.lua).
+
+  The head is woken before anything is written: a user the ACL refuses the channel fails there
+  with nothing changed (see the RLock release script).
 
   KEYS[1] lock hash
   KEYS[2] queue list redisson_lock_queue:{name}
   KEYS[3] deadline zset redisson_lock_timeout:{name}
   KEYS[4] channel prefix redisson_lock__channel:{name} (a waiter's channel adds ":<owner>")
-  KEYS[5] latch redisson_unlock_latch:{name}:<request id>
+  KEYS[5] the owner's attempt latches redisson_lock_attempt:{name}:<owner>
+  KEYS[6] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("0")
   ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
           holds were promised theirs)
@@ -19,35 +24,31 @@
 
   Returns 1 freed (or already free), 0 still held by this owner, nil when held by another.
 ]]
-local earlier = redis.call('get', KEYS[5])
+local earlier = redis.call('get', KEYS[6])
 if earlier then
   return tonumber(earlier)
 end
 local lock, queue, deadlines = KEYS[1], KEYS[2], KEYS[3]
-
-while true do
-  local head = redis.call('lindex', queue, 0)
-  if not head then break end
-  local deadline = tonumber(redis.call('zscore', deadlines, head))
-  if not deadline or deadline > tonumber(ARGV[4]) then break end
-  redis.call('zrem', deadlines, head)
-  redis.call('lpop', queue)
-end
+local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[4]))
 
 if redis.call('exists', lock) == 1 then
-  if redis.call('hexists', lock, ARGV[3]) == 0 then
+  local holds = tonumber(redis.call('hget', lock, ARGV[3]))
+  if not holds then
+    dropWaiters(queue, deadlines, dead)
     return nil
   end
-  if redis.call('hincrby', lock, ARGV[3], -1) > 0 then
+  if holds > 1 then
+    dropWaiters(queue, deadlines, dead)
+    redis.call('hincrby', lock, ARGV[3], -1)
     redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
-    redis.call('set', KEYS[5], 0, 'px', ARGV[6])
+    redis.call('set', KEYS[6], 0, 'px', ARGV[6])
     return 0
   end
-  redis.call('del', lock)
 end
-redis.call('set', KEYS[5], 1, 'px', ARGV[6])
-local head = redis.call('lindex', queue, 0)
 if head then
   redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
 end
+dropWaiters(queue, deadlines, dead)
+redis.call('del', lock, KEYS[5])
+redis.call('set', KEYS[6], 1, 'px', ARGV[6])
 return 1

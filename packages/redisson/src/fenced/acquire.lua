@@ -9,28 +9,29 @@
 
   KEYS[1] lock hash
   KEYS[2] token counter redisson_lock_token:{name}
-  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
+  KEYS[3] optional: the owner's attempt latches redisson_lock_attempt:{name}:<owner>
   ARGV[1] lease in ms
   ARGV[2] owner field
+  ARGV[3] with KEYS[3]: this attempt's id
 
   Returns {1, holds, token, ttl} when taken or re-entered (ttl: the hash's TTL now, at least the
   lease), {0, pttl} when held by someone else.
 ]]
-local lock, latch, owner, lease = KEYS[1], KEYS[3], ARGV[2], tonumber(ARGV[1])
-local earlier = repeatedAttempt(latch, lock, owner)
+local lock, latches, owner, lease, attempt = KEYS[1], KEYS[3], ARGV[2], tonumber(ARGV[1]), ARGV[3]
+local earlier = repeatedAttempt(latches, attempt, lock, owner)
 if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
 end
-local held = redis.call('hexists', lock, owner) == 1
-if not held and redis.call('exists', lock) == 1 then
+local holds = tonumber(redis.call('hget', lock, owner) or '0')
+if holds == 0 and redis.call('exists', lock) == 1 then
   return {0, redis.call('pttl', lock)}
 end
 local token = redis.call('incr', KEYS[2])
 local ttl = lease
-if held then
+if holds > 0 then
   ttl = math.max(redis.call('pttl', lock), lease)
 end
-recordAttempt(latch, token, ttl)
-local holds = redis.call('hincrby', lock, owner, 1)
+recordAttempt(latches, attempt, token, holds + 1, ttl)
+holds = redis.call('hincrby', lock, owner, 1)
 redis.call('pexpire', lock, ttl)
 return {1, holds, token, ttl}

@@ -15,32 +15,35 @@
 
   KEYS[1] lock hash (the bare lock name)
   KEYS[2] fence counter redisson_lock_token:{name} (never expires, as in Redisson)
-  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
+  KEYS[3] optional: the owner's attempt latches redisson_lock_attempt:{name}:<owner>
   ARGV[1] lease in ms
   ARGV[2] owner field "<client uuid>:<thread id>"
+  ARGV[3] with KEYS[3]: this attempt's id
 
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now, at least
   the lease), {0, pttl} when held by someone else (pttl -1: the hash has no TTL).
 ]]
-local lock, counter, latch, owner, lease = KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[1])
-local earlier = repeatedAttempt(latch, lock, owner)
+local lock, counter, latches, owner, lease = KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[1])
+local attempt = ARGV[3]
+local earlier = repeatedAttempt(latches, attempt, lock, owner)
 if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
 end
 if redis.call('exists', lock) == 1 then
-  if redis.call('hexists', lock, owner) == 0 then
+  local holds = tonumber(redis.call('hget', lock, owner))
+  if not holds then
     return {0, redis.call('pttl', lock)}
   end
   local fence = tonumber(redis.call('get', counter) or '0')
   local ttl = math.max(redis.call('pttl', lock), lease)
-  recordAttempt(latch, fence, ttl)
-  local holds = redis.call('hincrby', lock, owner, 1)
+  recordAttempt(latches, attempt, fence, holds + 1, ttl)
+  holds = redis.call('hincrby', lock, owner, 1)
   redis.call('pexpire', lock, ttl)
   return {1, holds, fence, ttl}
 end
 -- The fence first: if the counter cannot be incremented, nothing has been written.
 local fence = redis.call('incr', counter)
-recordAttempt(latch, fence, lease)
+recordAttempt(latches, attempt, fence, 1, lease)
 redis.call('hincrby', lock, owner, 1)
 redis.call('pexpire', lock, lease)
 return {1, 1, fence, lease}

@@ -7,8 +7,9 @@ import {
   type ReleaseReply,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { HashLockProtocol } from '../hash-protocol.js';
-import { fenceCounter, lockChannel } from '../names.js';
+import { attemptLatches, attemptLatchPrefix, fenceCounter, lockChannel } from '../names.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
@@ -18,7 +19,7 @@ import releaseLua from './release.lua';
 
 const rlockAcquire = new AcquireScript(acquireLua);
 const releaseScript = new LuaScript(releaseLua);
-const forceReleaseScript = new LuaScript(forceReleaseLua);
+const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
 const inspectScript = new LuaScript(inspectLua);
 
 /** What RLock's unlock publishes: Redisson's `UNLOCK_MESSAGE`, which wakes one waiter per JVM. */
@@ -34,8 +35,8 @@ export const UNLOCK_MESSAGE = '0';
 export class RLockProtocol extends HashLockProtocol {
   readonly name: string = 'redisson';
   /**
-   * One attempt: KEYS [hash, fence counter, attempt latch (optional)], ARGV [lease, owner]; the
-   * fenced lock draws a token on re-entry too.
+   * One attempt: KEYS [hash, fence counter], ARGV [lease, owner], to which `AcquireScript` adds
+   * the owner's attempt latches; the fenced lock draws a token on re-entry too.
    */
   protected readonly acquireScript: AcquireScript = rlockAcquire;
 
@@ -53,6 +54,7 @@ export class RLockProtocol extends HashLockProtocol {
     return this.acquireScript.run(
       redis,
       resource,
+      owner,
       [resource, fenceCounter(resource)],
       [ttl, owner],
       ttl,
@@ -73,7 +75,7 @@ export class RLockProtocol extends HashLockProtocol {
       redis,
       releaseScript,
       resource,
-      [resource, lockChannel(resource)],
+      [resource, lockChannel(resource), attemptLatches(resource, owner)],
       [UNLOCK_MESSAGE, lease, owner, publish],
       requestId,
     );
@@ -84,7 +86,7 @@ export class RLockProtocol extends HashLockProtocol {
     const publish = await publishCommand(redis);
     const reply = await forceReleaseScript.run(
       redis,
-      [resource, lockChannel(resource)],
+      [resource, lockChannel(resource), attemptLatchPrefix(resource)],
       [UNLOCK_MESSAGE, publish],
     );
     return reply === 1;

@@ -8,8 +8,17 @@ import {
   type RenewalItem,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
+import attemptLua from '../attempt.lua';
 import { HashLockProtocol } from '../hash-protocol.js';
-import { fenceCounter, readFenceKey, readKeyPrefix, readTimeoutPrefix, rwChannel } from '../names.js';
+import {
+  attemptLatches,
+  attemptLatchPrefix,
+  fenceCounter,
+  readFenceKey,
+  readKeyPrefix,
+  readTimeoutPrefix,
+  rwChannel,
+} from '../names.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
 import forceReleaseLua from './force-release.lua';
@@ -24,7 +33,7 @@ const readReleaseScript = new LuaScript(readReleaseLua);
 const readRenewScript = new LuaScript(readRenewLua);
 const writeAcquireScript = new AcquireScript(writeAcquireLua);
 const writeReleaseScript = new LuaScript(writeReleaseLua);
-const forceReleaseScript = new LuaScript(forceReleaseLua);
+const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
 
 /** Published when the last read hold goes: wakes one waiter per client, Java's and ours. */
 export const READ_UNLOCK_MESSAGE = '0';
@@ -52,7 +61,7 @@ abstract class ReadWriteHalf extends HashLockProtocol {
     const publish = await publishCommand(redis);
     const reply = await forceReleaseScript.run(
       redis,
-      [resource, rwChannel(resource)],
+      [resource, rwChannel(resource), attemptLatchPrefix(resource)],
       [this.mode, this.message, publish],
     );
     return reply === 1;
@@ -107,7 +116,15 @@ export class ReadLockProtocol extends ReadWriteHalf {
       fenceCounter(resource),
       readFenceKey(resource, owner),
     ];
-    return readAcquireScript.run(redis, resource, keys, [ttl, owner, writerField(owner)], ttl, context);
+    return readAcquireScript.run(
+      redis,
+      resource,
+      owner,
+      keys,
+      [ttl, owner, writerField(owner)],
+      ttl,
+      context,
+    );
   }
 
   async unlock(
@@ -128,6 +145,7 @@ export class ReadLockProtocol extends ReadWriteHalf {
         readTimeoutPrefix(resource, owner),
         readKeyPrefix(resource),
         readFenceKey(resource, owner),
+        attemptLatches(resource, owner),
       ],
       [READ_UNLOCK_MESSAGE, owner, publish],
       requestId,
@@ -171,7 +189,8 @@ export class WriteLockProtocol extends ReadWriteHalf {
     context?: AttemptContext,
   ): Promise<AcquireReply> {
     const keys = [resource, fenceCounter(resource)];
-    return writeAcquireScript.run(redis, resource, keys, [ttl, writerField(owner)], ttl, context);
+    const field = writerField(owner);
+    return writeAcquireScript.run(redis, resource, field, keys, [ttl, field], ttl, context);
   }
 
   override field(owner: string): string {
@@ -190,7 +209,7 @@ export class WriteLockProtocol extends ReadWriteHalf {
       redis,
       writeReleaseScript,
       resource,
-      [resource, rwChannel(resource)],
+      [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
       [WRITE_UNLOCK_MESSAGE, lease, writerField(owner), publish],
       requestId,
     );

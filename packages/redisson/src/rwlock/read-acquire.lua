@@ -14,15 +14,17 @@
   KEYS[2] this reader's timeout key prefix {name}:<owner>:rwlock_timeout
   KEYS[3] fence counter redisson_lock_token:{name} (never expires)
   KEYS[4] this reader's fence key {name}:<owner>:rwlock_fence
+  KEYS[5] optional: the reader's attempt latches redisson_lock_attempt:{name}:<owner>
   ARGV[1] lease in ms
   ARGV[2] owner field "<uuid>:<thread>"
   ARGV[3] the same thread's writer field "<uuid>:<thread>:write"
+  ARGV[4] with KEYS[5]: this attempt's id
 
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the longest of the reader's
   timeout keys), {0, pttl} when write-locked by someone else.
 ]]
-local lock, prefix, counter, fence_key, latch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local lease = tonumber(ARGV[1])
+local lock, prefix, counter, fence_key, latches = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local lease, attempt = tonumber(ARGV[1]), ARGV[4]
 
 -- The longest TTL among the timeout keys of this reader's holds 1..holds, at least `from`.
 local function longest(holds, from)
@@ -33,7 +35,7 @@ local function longest(holds, from)
   return own
 end
 
-local earlier = repeatedAttempt(latch, lock, ARGV[2])
+local earlier = repeatedAttempt(latches, attempt, lock, ARGV[2])
 if earlier then
   local holds = tonumber(redis.call('hget', lock, ARGV[2]))
   return {1, holds, earlier, longest(holds, -2)}
@@ -56,7 +58,7 @@ if not fence then
 end
 local holds = tonumber(redis.call('hget', lock, ARGV[2]) or '0') + 1
 local own = longest(holds - 1, lease)
-recordAttempt(latch, fence, math.max(redis.call('pttl', lock), own))
+recordAttempt(latches, attempt, fence, holds, math.max(redis.call('pttl', lock), own))
 if not mode then
   redis.call('hset', lock, 'mode', 'read')
 end

@@ -14,15 +14,16 @@
 
   KEYS[1] lock hash
   KEYS[2] fence counter redisson_lock_token:{name} (never expires)
-  KEYS[3] optional: this attempt's latch redisson_lock_attempt:{name}:<attempt id>
+  KEYS[3] optional: the writer's attempt latches redisson_lock_attempt:{name}:<writer field>
   ARGV[1] lease in ms
   ARGV[2] writer field "<uuid>:<thread>:write"
+  ARGV[3] with KEYS[3]: this attempt's id
 
   Returns {1, holds, fence, ttl} when taken or re-entered (ttl: the hash's TTL now), {0, pttl}
   when held by readers or another writer.
 ]]
-local lock, counter, latch, lease = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1])
-local earlier = repeatedAttempt(latch, lock, ARGV[2])
+local lock, counter, latches, lease, attempt = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[3]
+local earlier = repeatedAttempt(latches, attempt, lock, ARGV[2])
 if earlier then
   return {1, tonumber(redis.call('hget', lock, ARGV[2])), earlier, redis.call('pttl', lock)}
 end
@@ -30,16 +31,17 @@ local mode = redis.call('hget', lock, 'mode')
 if not mode then
   -- The fence first: if the counter cannot be incremented, nothing has been written.
   local fence = redis.call('incr', counter)
-  recordAttempt(latch, fence, lease)
+  recordAttempt(latches, attempt, fence, 1, lease)
   redis.call('hset', lock, 'mode', 'write', ARGV[2], 1)
   redis.call('pexpire', lock, lease)
   return {1, 1, fence, lease}
 end
-if mode == 'write' and redis.call('hexists', lock, ARGV[2]) == 1 then
+local holds = tonumber(redis.call('hget', lock, ARGV[2]))
+if mode == 'write' and holds then
   local fence = tonumber(redis.call('get', counter) or '0')
   local ttl = redis.call('pttl', lock) + lease
-  recordAttempt(latch, fence, ttl)
-  local holds = redis.call('hincrby', lock, ARGV[2], 1)
+  recordAttempt(latches, attempt, fence, holds + 1, ttl)
+  holds = redis.call('hincrby', lock, ARGV[2], 1)
   redis.call('pexpire', lock, ttl)
   return {1, holds, fence, ttl}
 end
