@@ -82,6 +82,13 @@ export interface LockBackend {
     handedOn?: (grant: HandedGrant) => void,
     id?: string,
   ): Promise<ReleaseReply>;
+  /**
+   * Gives back the grant of the attempt made with `context` that will not be used (it came back
+   * too late, or the call ended without it), taking off only the holds that attempt added: a
+   * backend whose grants span several servers sends a server that did not grant it
+   * `LockProtocol.undo`, not a release. Optional: the engine calls `release` instead.
+   */
+  undo?(resource: string, owner: string, token: string, context: AttemptContext): Promise<void>;
   /** The new validity (ms from the send time) and token, or null when the lock is no longer ours. */
   extend(resource: string, owner: string, token: string, ttl: number): Promise<BackendExtension | null>;
   /**

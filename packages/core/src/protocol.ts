@@ -169,6 +169,22 @@ export interface LockProtocol {
     id?: string,
   ): Promise<ReleaseReply>;
   /**
+   * Undo of acquire attempt `attempt` (`AttemptContext.attempt`) of an owner that is not fresh:
+   * takes off the hold it added, as `release` does, only if this server applied that attempt,
+   * and once however often it is sent; answers as `release` (`'held'`, unchanged, where the
+   * attempt was not applied). RedLock sends it to the masters that did not grant an attempt it
+   * undoes: the attempt may never have run there, and a plain release would take off a hold the
+   * owner had before, still in use. Optional: without it those masters are sent nothing, and
+   * whatever the attempt added there ends with its ttl.
+   */
+  undo?(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    attempt: string,
+  ): Promise<ReleaseReply>;
+  /**
    * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.
    * Answers the token to present from now on (formats that store a deadline rewrite it, so
    * their token changes), or null when the lock is no longer ours.
@@ -197,6 +213,13 @@ export interface LockProtocol {
    * reports the fence that was published. Optional.
    */
   raiseFence?(redis: RedisClient, resource: string, fence: number, owner?: string): Promise<void>;
+  /**
+   * Store `fence` as the fence of `owner`'s hold of the key, if it holds it here, lower or not,
+   * leaving the counter as it is: RedLock writes a re-entered hold's fence to a master that had
+   * lost the key and drew a fence of its own for the re-entry, so that later re-entries report
+   * the hold's fence. Optional.
+   */
+  keepFence?(redis: RedisClient, resource: string, owner: string, fence: number): Promise<void>;
   /** Read the lock without changing it. */
   inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   /** Whether a message on `channel()` means "released" (formats publish other messages too). Default: any message. */

@@ -541,15 +541,23 @@ class Engine implements Locker {
       this.timeout + (this.backend.acquireAllowance ?? 0),
       (late) => {
         if (late.status !== 'fulfilled' || !late.value.acquired) return;
-        if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token);
+        if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token, context);
         else if (!call.settled) call.lateToken = late.value.token;
       },
     );
   }
 
-  /** Gives back a grant nobody will use; bounded, and never fails the caller. */
-  private undo(request: Request, token: string): Promise<void> {
-    return withDeadline(this.backend.release(request.resource, request.owner, token), this.timeout).then(
+  /**
+   * Gives back the grant of the attempt made with `context` that nobody will use; bounded, and
+   * never fails the caller. Undone as that attempt's where the backend can (a re-entry's undo must
+   * not take off the outer hold on a RedLock master the attempt never reached), else released.
+   */
+  private undo(request: Request, token: string, context: AttemptContext): Promise<void> {
+    const { resource, owner } = request;
+    const undone: Promise<unknown> = this.backend.undo
+      ? this.backend.undo(resource, owner, token, context)
+      : this.backend.release(resource, owner, token);
+    return withDeadline(undone, this.timeout).then(
       () => {},
       () => {},
     );
@@ -602,20 +610,17 @@ class Engine implements Locker {
           waiter.notified = false;
         }
         const sentAt = this.clock();
+        const context: AttemptContext = {
+          wait: request.wait,
+          fresh: request.fresh,
+          queueLease,
+          queued: attempts > 1 && queueLease > 0,
+          attempt: this.attemptId(),
+          grantLease,
+        };
         let attempt: BackendAttempt;
         try {
-          attempt = await this.attempt(
-            request,
-            {
-              wait: request.wait,
-              fresh: request.fresh,
-              queueLease,
-              queued: attempts > 1 && queueLease > 0,
-              attempt: this.attemptId(),
-              grantLease,
-            },
-            call,
-          );
+          attempt = await this.attempt(request, context, call);
           unreachable = undefined;
         } catch (error) {
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
@@ -630,7 +635,7 @@ class Engine implements Locker {
             call.acquired = true;
             return this.grant(request, attempt, sentAt, started, attempts, handoff);
           }
-          await this.undo(request, attempt.token);
+          await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
           // The reply came back after the lease it granted could have ended: never hand that out.
           remaining = -1;
@@ -705,7 +710,9 @@ class Engine implements Locker {
     atOnce: boolean,
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
-    if (call.lateToken !== undefined) cleanup.push(this.undo(request, call.lateToken));
+    if (call.lateToken !== undefined) {
+      cleanup.push(this.undo(request, call.lateToken, { wait: request.wait, fresh: request.fresh }));
+    }
     if (attempted && request.wait > 0 && this.backend.abandon) {
       const abandon = this.backend.abandon(request.resource, request.owner, {
         wait: request.wait,

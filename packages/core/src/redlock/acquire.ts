@@ -14,9 +14,10 @@ type Granted = AcquireReply & { acquired: true };
  * One RedLock attempt: the protocol's acquire on every master at once, a grant only with a
  * majority whose fence reached a majority, while ttl − elapsed − drift is still positive. The
  * grant's validity is ttl − drift, counted from the attempt's start as the backend contract
- * says (the engine adds it to its send time, taken just before). Anything less is released
- * everywhere before answering. A lost vote is a refusal when the lock is busy and a
- * `QuorumError` when too few masters answered (see `refusalOrError`).
+ * says (the engine adds it to its send time, taken just before). Anything less is undone
+ * before answering: released where it was granted, and elsewhere as `releaseLeftovers` undoes
+ * an attempt (a re-entry's undo takes nothing off the outer hold). A lost vote is a refusal when
+ * the lock is busy and a `QuorumError` when too few masters answered (see `refusalOrError`).
  */
 export async function acquireOnQuorum(
   context: QuorumContext,
@@ -43,19 +44,22 @@ export async function acquireOnQuorum(
   }
 
   if (grants.length >= quorum) {
-    const fence = Math.max(...grants.map((grant) => grant.fence));
-    const publication = await publishFence(context, resource, owner, fence, fences);
+    // The count a majority has reached: on re-entry the majority that granted the first hold says > 1.
+    const holds =
+      nthLargest(
+        grants.map((grant) => grant.holds),
+        quorum,
+      ) ?? 1;
+    const fence = fenceOf(grants, holds);
+    const [publication] = await Promise.all([
+      publishFence(context, resource, owner, fence, fences),
+      holds > 1 && keepFence(context, resource, owner, fence, outcomes),
+    ]);
     const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
     if (publication.published && stillValid(validity, context.clock() - start)) {
-      // The count a majority has reached: on re-entry the majority that granted the first hold says > 1.
-      const holds =
-        nthLargest(
-          grants.map((grant) => grant.holds),
-          quorum,
-        ) ?? 1;
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
-    await releaseLeftovers(context, resource, owner, tokens, { skip: refused });
+    await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });
     if (!publication.published) {
       throw new QuorumError(
         resource,
@@ -69,8 +73,40 @@ export async function acquireOnQuorum(
     return { acquired: false, remaining: -1 };
   }
 
-  await releaseLeftovers(context, resource, owner, tokens, { skip: refused });
+  await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });
   return refusalOrError(context, resource, outcomes, grants.length);
+}
+
+/**
+ * The grant's fence. A re-entry (`holds` > 1: a majority re-entered) keeps the fence of the hold,
+ * which the masters that re-entered it hold: a master that had lost the key granted the re-entry
+ * as a first acquisition, with a fence it drew for itself, which is not the hold's.
+ */
+function fenceOf(grants: readonly Granted[], holds: number): number {
+  const kept = holds > 1 ? grants.filter((grant) => grant.holds > 1) : grants;
+  return Math.max(...kept.map((grant) => grant.fence));
+}
+
+/**
+ * Gives the re-entered hold's `fence` to the masters that granted the re-entry as a first
+ * acquisition with another fence (see `fenceOf`), so that a later re-entry they answer reports
+ * it too. It runs alongside the fence write-back, in the same round: a master that misses it
+ * matters only to a later re-entry that it answers.
+ */
+async function keepFence(
+  context: QuorumContext,
+  resource: string,
+  owner: string,
+  fence: number,
+  outcomes: readonly NodeOutcome<AcquireReply>[],
+): Promise<void> {
+  const { protocol } = context;
+  const drewOwn = context.clients.filter((_, index) => {
+    const reply = outcomes[index]?.kind === 'ok' ? outcomes[index].value : undefined;
+    return reply?.acquired === true && reply.holds === 1 && reply.fence !== fence;
+  });
+  if (!protocol.keepFence || drewOwn.length === 0) return;
+  await fanOut(drewOwn, context.nodeTimeout, (redis) => protocol.keepFence!(redis, resource, owner, fence));
 }
 
 /**

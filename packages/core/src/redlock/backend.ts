@@ -1,5 +1,7 @@
 import type { LockBackend } from '../backend.js';
 import { acquireOnQuorum } from './acquire.js';
+import { releaseLeftovers } from './cleanup.js';
+import { decodeTokens } from './composite-token.js';
 import { extendOnQuorum } from './extend.js';
 import { fanOut } from './fan-out.js';
 import { inspectOnQuorum } from './inspect.js';
@@ -67,6 +69,11 @@ export function backendOn(context: QuorumContext): QuorumBackend {
 
     release(resource, owner, token, _handedOn, id) {
       return releaseOnQuorum(context, resource, owner, token, id);
+    },
+
+    async undo(resource, owner, token, attempt) {
+      const tokens = decodeTokens(token, context.clients.length);
+      if (tokens !== null) await releaseLeftovers(context, resource, owner, tokens, { attempt });
     },
 
     async extend(resource, owner, token, ttl) {

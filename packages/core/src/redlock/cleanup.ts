@@ -1,3 +1,4 @@
+import type { AttemptContext } from '../protocol.js';
 import { fallbackToken, type NodeTokens } from './composite-token.js';
 import { fanOut } from './fan-out.js';
 import type { QuorumContext } from './options.js';
@@ -10,19 +11,41 @@ import type { QuorumContext } from './options.js';
  * when every node is skipped, nothing is sent. With `every`, each node gives up every hold of
  * `owner`, not one: for a lease found lost, whose handles will all answer `not-owner` and send
  * nothing, and for the holds a minority still counts after a majority released.
+ *
+ * `attempt` is the context of the acquire attempt undone. When its owner is not fresh (a
+ * re-entry, an explicit owner), a node that did not grant it (no token) is sent the protocol's
+ * `undo` of that attempt, or nothing without one: the attempt may never have run there, and the
+ * holds found are the owner's earlier ones, still in use. A fresh owner's hold can only be the
+ * attempt's own, so it is released everywhere.
  */
 export async function releaseLeftovers(
   context: QuorumContext,
   resource: string,
   owner: string,
   tokens: NodeTokens,
-  { skip = [], every = false }: { skip?: readonly boolean[]; every?: boolean } = {},
+  {
+    skip = [],
+    every = false,
+    attempt,
+  }: { skip?: readonly boolean[]; every?: boolean; attempt?: AttemptContext } = {},
 ): Promise<void> {
-  const targets = context.clients.flatMap((redis, index) => (skip[index] === true ? [] : [{ redis, index }]));
+  const { protocol } = context;
+  // Without an id (a direct caller's attempt) the attempt cannot be told from the owner's others.
+  const scoped = attempt?.fresh ? undefined : attempt?.attempt || undefined;
+  /** The attempt to undo on node `index` rather than release: one it did not grant. */
+  const undoneOn = (index: number) => (tokens[index] === null ? scoped : undefined);
+  const targets = context.clients.flatMap((redis, index) =>
+    skip[index] === true || (undoneOn(index) !== undefined && !protocol.undo) ? [] : [{ redis, index }],
+  );
   if (targets.length === 0) return;
   const fallback = fallbackToken(tokens, owner);
   const outcomes = await fanOut(targets, context.nodeTimeout, async ({ redis, index }) => {
-    const release = () => context.protocol.release(redis, resource, owner, tokens[index] ?? fallback);
+    const undone = undoneOn(index);
+    if (undone !== undefined) {
+      await protocol.undo?.(redis, resource, owner, fallback, undone);
+      return;
+    }
+    const release = () => protocol.release(redis, resource, owner, tokens[index] ?? fallback);
     let reply = await release();
     // Each release takes off one hold, so this ends when the count does.
     while (every && reply === 'held') reply = await release();

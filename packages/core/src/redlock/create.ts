@@ -1,8 +1,13 @@
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
 import { refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
-import { quorumBackend } from './backend.js';
-import type { QuorumBackendOptions } from './options.js';
+import { backendOn } from './backend.js';
+import {
+  type DistinctServers,
+  distinctServers,
+  type QuorumBackendOptions,
+  resolveQuorumOptions,
+} from './options.js';
 
 /** Options of `createRedlock`: the masters and how to poll them, plus the engine's defaults. */
 export interface RedlockOptions extends QuorumBackendOptions, EngineOptions {
@@ -21,13 +26,60 @@ const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor'] as
 /**
  * A Locker over N independent masters (RedLock): the same interface as `createLocker`, each
  * acquisition granted only by a majority within its validity, renewals counted by majority,
- * and fences that strictly increase across owners (a quorum max-register).
+ * and fences that strictly increase across owners (a quorum max-register). Beside its first
+ * acquire or inspect it checks that no two clients reach the same redis-server, and refuses
+ * that call and every later one with `InvalidOptionError` if two do.
  */
 export function createRedlock(options: RedlockOptions): Locker {
   refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options');
   const { clients, protocol, nodeTimeout, driftFactor, ...engine } = options;
-  const backend = quorumBackend({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
-  // Each master is already bounded by the node timeout: the engine's own deadline must not cut
-  // a call short while its masters are still within theirs.
-  return createEngine(backend, { ...engine, commandTimeout: engine.commandTimeout ?? backend.callTimeout });
+  const context = resolveQuorumOptions({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
+  const backend = backendOn(context);
+  const servers = distinctServers(context.clients, context.nodeTimeout);
+  return createEngine(
+    {
+      ...backend,
+      acquire(resource, owner, ttl, attempt) {
+        if (servers.refusal) return Promise.reject(servers.refusal);
+        const check = servers.check();
+        const acquiring = backend.acquire(resource, owner, ttl, attempt);
+        if (!check) return acquiring;
+        return besideCheck(check, servers, acquiring, (reply) => {
+          if (!reply.acquired) return undefined;
+          // Given back as the engine gives back a grant: a re-entry's must not take off the outer hold.
+          return attempt && backend.undo
+            ? backend.undo(resource, owner, reply.token, attempt)
+            : backend.release(resource, owner, reply.token);
+        });
+      },
+      inspect(resource) {
+        if (servers.refusal) return Promise.reject(servers.refusal);
+        const check = servers.check();
+        const reading = backend.inspect(resource);
+        return check ? besideCheck(check, servers, reading, () => undefined) : reading;
+      },
+    },
+    // Each master is already bounded by the node timeout: the engine's own deadline must not cut
+    // a call short while its masters are still within theirs.
+    { ...engine, commandTimeout: engine.commandTimeout ?? backend.callTimeout },
+  );
+}
+
+/**
+ * The first calls run beside the check of the masters rather than after it, so that it costs no
+ * round of its own: their answer waits for the check, and what a refused acquire took is given back.
+ */
+async function besideCheck<T>(
+  check: Promise<void>,
+  servers: DistinctServers,
+  call: Promise<T>,
+  giveBack: (answer: T) => Promise<unknown> | undefined,
+): Promise<T> {
+  const [answer] = await Promise.allSettled([call, check]);
+  if (servers.refusal) {
+    if (answer.status === 'fulfilled') await giveBack(answer.value)?.catch(() => {});
+    throw servers.refusal;
+  }
+  if (answer.status === 'rejected') throw answer.reason;
+  return answer.value;
 }

@@ -13,13 +13,15 @@ const RENEWAL_CHUNK = 500;
 /**
  * Renews leases on every master at once. A lease counts as renewed only when a majority reset
  * its TTL while ttl − elapsed − drift is still positive; its validity is then ttl − drift,
- * counted from the start of its round (the engine adds it to its send time). A lease that
- * fails is released everywhere, every hold of its owner (it is lost, so others need not wait
- * out its TTL). Masters never re-create a missing key (the protocol's extend guarantees that).
- * A token this backend did not make renews nothing. With a batching protocol
- * (`extendMany`) each master gets one call per chunk of leases, all chunks in parallel.
- * A lease too few masters answered for to tell whether it is still held gets a `QuorumError`
- * in its place; the others of the round are still renewed or found lost (and released).
+ * counted from the start of its round (the engine adds it to its send time). A lease is lost
+ * only when so many masters answered that they no longer hold it that no majority can (3 of
+ * 5, 2 of 4): it is then released everywhere, every hold of its owner (others need not wait
+ * out its TTL). Any other shortfall gets a `QuorumError` in its place, which the watchdog
+ * retries while the lease is valid: too few answers to tell, or a majority that renewed only
+ * after the validity had ended (the lease is still on the masters). Masters never re-create a
+ * missing key (the protocol's extend guarantees that). A token this backend did not make
+ * renews nothing. With a batching protocol (`extendMany`) each master gets one call per chunk
+ * of leases, all chunks in parallel.
  */
 export async function extendOnQuorum(
   context: QuorumContext,
@@ -56,41 +58,40 @@ async function extendChunk(
       nodeItems.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
     );
   });
+  const elapsed = context.clock() - start;
   const validity = validityOf(ttl, context.driftFactor);
-  const inTime = stillValid(validity, context.clock() - start);
+  const inTime = stillValid(validity, elapsed);
   const renewals = leases.map(
     (_, n): NodeTokens =>
       outcomes.map((outcome) => (outcome.kind === 'ok' ? (outcome.value[n] ?? null) : null)),
   );
   const { ok, failed, timedOut } = tally(outcomes);
   const { quorum } = context;
-  // A lease that more than N − quorum answering masters no longer hold is lost whatever the others say.
-  const refusedBy = (renewed: NodeTokens) => ok - countTokens(renewed);
-  const lost = (renewed: NodeTokens) => refusedBy(renewed) > clients.length - quorum;
 
   await Promise.all(
     leases.map(({ item, tokens, i }, n) => {
       const renewed = renewals[n]!;
-      if (countTokens(renewed) >= quorum && inTime) {
+      const agreed = countTokens(renewed);
+      if (agreed >= quorum && inTime) {
         results[i] = { validity, token: encodeTokens(renewed) };
         return undefined;
       }
-      if (ok < quorum && !lost(renewed)) {
-        // Too few masters answered to tell whether this lease is still ours: an outage, not a
-        // loss. It stays as it is, and ends by its validity unless a later renewal succeeds.
-        results[i] = new QuorumError(
-          item.resource,
-          quorum,
-          countTokens(renewed),
-          refusedBy(renewed),
-          failed,
-          timedOut,
-        );
-        return undefined;
+      const refused = ok - agreed;
+      // Lost only when the masters that no longer hold it leave too few for any majority: fewer
+      // refusals may be a master that lost the key while the others still hold the lease.
+      if (refused > clients.length - quorum) {
+        // The engine ends every handle of it, so every hold of the owner goes (the masters that
+        // did not answer may still keep one).
+        return releaseLeftovers(context, item.resource, item.owner, tokens, { every: true });
       }
-      // Lost: the engine ends every handle of it, so every hold of the owner goes (the masters
-      // that did not answer may still keep one).
-      return releaseLeftovers(context, item.resource, item.owner, tokens, { every: true });
+      // Not lost, not renewed in time: an outage, not a loss. The lease stays as it is, and ends
+      // by its validity unless a later renewal succeeds.
+      const late =
+        agreed >= quorum
+          ? { cause: new Error(`renewed ${Math.round(elapsed)} ms in, past the validity of ${validity} ms`) }
+          : undefined;
+      results[i] = new QuorumError(item.resource, quorum, agreed, refused, failed, timedOut, late);
+      return undefined;
     }),
   );
   return results;

@@ -3,13 +3,17 @@ import { InvalidOptionError } from '../errors.js';
 import type { LockProtocol, RedisClient } from '../protocol.js';
 import { tokenProtocol } from '../protocols/token/token.js';
 import { isCluster } from '../topology.js';
-import { quorumOf } from './quorum.js';
+import { fanOut } from './fan-out.js';
+import { seededAcquire } from './fence.js';
+import { quorumOf, validityOf } from './quorum.js';
 
 /** How a quorum backend reaches its masters and judges their answers. */
 export interface QuorumBackendOptions {
   /**
    * One client per independent master (no replication between them); 3 or 5 in practice. The
    * backend never closes them. Required; `Cluster` clients are refused (a node is one server).
+   * `createRedlock` also refuses, from its first acquire or inspect on, two clients that reach
+   * the same redis-server (see `distinctServers`).
    */
   readonly clients: readonly RedisClient[];
   /**
@@ -25,10 +29,16 @@ export interface QuorumBackendOptions {
    * inspect and a waiter's subscription, two for release (then the release of holds a minority
    * still counts after a majority released) and extend (renewal, then the release of a lost
    * lease), three for acquire (attempt, fence write-back, release of what a failed attempt
-   * took). Default: `250`.
+   * took). A ttl whose validity (ttl − drift) is not above it is warned about once
+   * (`process.emitWarning`, code `ERR_LOCK_NODE_TIMEOUT`): one master that does not answer then
+   * makes every attempt outlast its validity. Default: `250`.
    */
   readonly nodeTimeout?: number;
-  /** Clock drift allowance as a fraction of the ttl; drift = ⌊ttl × driftFactor⌋ + 2 ms. Default: `0.01`. */
+  /**
+   * Clock drift allowance as a fraction of the ttl; drift = ⌊ttl × driftFactor⌋ + 2 ms. A ttl
+   * that leaves no validity (ttl − drift ≤ 0) is refused with `InvalidOptionError`: the
+   * locker's at creation, each call's before anything is written. Default: `0.01`.
+   */
   readonly driftFactor?: number;
   /** Monotonic clock in ms used to measure each attempt. Default: `performance.now`. */
   readonly clock?: () => number;
@@ -118,11 +128,118 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
     throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
   return {
     clients,
-    protocol: protocol as QuorumContext['protocol'],
+    protocol: onMasters(protocol as QuorumContext['protocol'], nodeTimeout, driftFactor),
     quorum: quorumOf(clients.length),
     nodeTimeout,
     driftFactor,
     clock,
     stats: { releaseFailures: 0 },
   };
+}
+
+/**
+ * `protocol` as every master runs it: each grant's fence seeded from the master's clock when its
+ * counter was never seeded (see `seededAcquire`), and a ttl refused when it leaves no validity.
+ * Made with `Object.create`, not a spread: whatever else the protocol has, on its prototype too
+ * (a class), stays as it is.
+ */
+function onMasters(
+  protocol: QuorumContext['protocol'],
+  nodeTimeout: number,
+  driftFactor: number,
+): QuorumContext['protocol'] {
+  let warned = false;
+  const checkTtl = (ttl: number): void => {
+    protocol.checkTtl?.(ttl);
+    const validity = validityOf(ttl, driftFactor);
+    if (validity <= 0) {
+      throw new InvalidOptionError(
+        'ttl',
+        ttl,
+        `a ttl that leaves a validity with driftFactor ${driftFactor}: ttl − ⌊ttl × driftFactor⌋ − 2 ms is ${validity}`,
+      );
+    }
+    // Not refused: a master that answers slowly but surely may need a long timeout, and an attempt
+    // that outlasts its validity is undone, never handed out.
+    if (nodeTimeout >= validity && !warned) {
+      warned = true;
+      process.emitWarning(
+        `RedLock nodeTimeout ${nodeTimeout} ms is not below the validity of a ${ttl} ms lease (${validity} ms): one master that does not answer makes every attempt end too late to be granted`,
+        { code: 'ERR_LOCK_NODE_TIMEOUT', type: 'LockWarning' },
+      );
+    }
+  };
+  return Object.create(protocol, {
+    acquire: {
+      value: (...args: Parameters<LockProtocol['acquire']>) => seededAcquire(protocol, ...args),
+    },
+    checkTtl: { value: checkTtl },
+  }) as QuorumContext['protocol'];
+}
+
+const RUN_ID = /run_id:(\w+)/;
+
+/** What `distinctServers` found, and how to wait for its first check. */
+export interface DistinctServers {
+  /** Set once two clients were found to reach the same redis-server. */
+  readonly refusal: InvalidOptionError | undefined;
+  /**
+   * Starts a check of the masters not compared yet, unless one runs; answers the first check
+   * while it runs (the caller holds its answer back until then), else undefined.
+   */
+  check(): Promise<void> | undefined;
+}
+
+/**
+ * Whether any two of `clients` reach the same redis-server (two names of one host, a proxy in
+ * front of another client's master): it would count twice toward every majority. Compares each
+ * master's `run_id` (INFO server), each master bounded by `nodeTimeout`. A master that does not
+ * answer is compared when a later check reaches it.
+ */
+export function distinctServers(clients: readonly RedisClient[], nodeTimeout: number): DistinctServers {
+  /** Run id by client index, of the masters that answered. */
+  const runIds = new Map<number, string | undefined>();
+  let checking: Promise<void> | undefined;
+  let first: Promise<void> | undefined;
+  let checked = false;
+  let refusal: InvalidOptionError | undefined;
+  const run = async () => {
+    const unseen = clients.flatMap((client, index) => (runIds.has(index) ? [] : [{ client, index }]));
+    const outcomes = await fanOut(unseen, nodeTimeout, ({ client }) => client.info('server'));
+    outcomes.forEach((outcome, n) => {
+      const { index } = unseen[n]!;
+      if (outcome.kind === 'ok') runIds.set(index, RUN_ID.exec(outcome.value)?.[1]);
+    });
+    refusal = sameServer(runIds);
+    checked = true;
+    checking = undefined;
+  };
+  return {
+    get refusal() {
+      return refusal;
+    },
+    check() {
+      if (runIds.size < clients.length) checking ??= run();
+      first ??= checking;
+      return checked ? undefined : first;
+    },
+  };
+}
+
+function sameServer(runIds: ReadonlyMap<number, string | undefined>): InvalidOptionError | undefined {
+  const byRunId = new Map<string, number[]>();
+  for (const [index, runId] of [...runIds].sort(([a], [b]) => a - b)) {
+    if (runId === undefined) continue;
+    const same = byRunId.get(runId) ?? [];
+    same.push(index);
+    byRunId.set(runId, same);
+    if (same.length === 2) {
+      return new InvalidOptionError(
+        'clients',
+        `${same.map((i) => `clients[${i}]`).join(' and ')} (the same redis-server, run_id ${runId.slice(0, 8)})`,
+        'one client per independent master',
+      );
+    }
+  }
+  return undefined;
 }

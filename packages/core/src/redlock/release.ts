@@ -7,11 +7,13 @@ import type { QuorumContext } from './options.js';
 
 /**
  * Gives up one hold on every master, whether or not it granted the lease (a late write may have
- * landed there). The lease was ours if a majority answered released or held; it is still held
- * (re-entered) if a majority still counts holds; it was not ours if a majority says so. Once
- * released with a majority known free, every hold of `owner` that a minority still counts (a
- * release or a re-entry's undo that did not reach it) is released there too, in one more round.
- * With too few answers to tell, throws `QuorumError`: the caller's keys expire by TTL.
+ * landed there). It is still held (re-entered) when a majority still counts holds. Once no
+ * majority can (those that answered `held` and the silent ones are too few), it was released
+ * if a majority answered released or held, else it was not ours if a majority says so; every
+ * hold of `owner` that a minority still counts (a release or a re-entry's undo that did not
+ * reach it) is then released there too, in one more round. Otherwise the answers cannot tell
+ * (a majority may still count a hold, with the silent masters): `QuorumError`, and the caller
+ * may retry with the same `id`, which takes off no second hold where this one landed.
  */
 export async function releaseOnQuorum(
   context: QuorumContext,
@@ -28,26 +30,34 @@ export async function releaseOnQuorum(
   );
   const counts = { released: 0, held: 0, 'not-owner': 0 };
   for (const outcome of outcomes) if (outcome.kind === 'ok') counts[outcome.value]++;
+  const { failed, timedOut } = tally(outcomes);
   const { quorum } = context;
   if (counts.held >= quorum) return 'held';
-  if (counts.released + counts.held >= quorum) {
-    // A master still counting a hold that a majority no longer counts keeps the lock from any
-    // majority it is part of, so one more master down makes it unavailable for a whole lease.
-    // Only when a majority is known free: a silent master may still count a hold with it.
-    if (counts.held > 0 && counts.released + counts['not-owner'] >= quorum) {
-      const freed = outcomes.map((outcome) => outcome.kind !== 'ok' || outcome.value !== 'held');
-      await releaseLeftovers(context, resource, owner, tokens, { skip: freed, every: true });
+  // Until the silent masters are too few to make a majority of holds, forgetting the hold could
+  // leave it counted on a majority, keeping the lock from others for a whole lease.
+  if (counts.held + failed + timedOut < quorum) {
+    let reply: ReleaseReply | undefined;
+    if (counts.released + counts.held >= quorum) reply = 'released';
+    else if (counts['not-owner'] > context.clients.length - quorum) reply = 'not-owner';
+    if (reply) {
+      // A master still counting a hold that no majority counts keeps the lock from any majority
+      // it is part of, so one more master down makes it unavailable for a whole lease.
+      if (counts.held > 0) {
+        const freed = outcomes.map((outcome) => outcome.kind !== 'ok' || outcome.value !== 'held');
+        await releaseLeftovers(context, resource, owner, tokens, { skip: freed, every: true });
+      }
+      return reply;
     }
-    return 'released';
   }
-  if (counts['not-owner'] > context.clients.length - quorum) return 'not-owner';
-  const { failed, timedOut } = tally(outcomes);
-  throw new QuorumError(
-    resource,
-    quorum,
-    counts.released + counts.held,
-    counts['not-owner'],
-    failed,
-    timedOut,
-  );
+  const agreed = counts.released + counts.held;
+  // Enough answered that it was ours, but not whether it is still held: say why there are too few.
+  const undecided =
+    agreed >= quorum
+      ? {
+          cause: new Error(
+            `${counts.released} released, ${counts.held} still hold: the silent masters decide whether a majority still does`,
+          ),
+        }
+      : undefined;
+  throw new QuorumError(resource, quorum, agreed, counts['not-owner'], failed, timedOut, undecided);
 }

@@ -14,19 +14,27 @@
     ARGV[3] release channel (same slot as KEYS[1])
     ARGV[4] release id, recorded (field SOH) when it takes off one of several holds, so that it
             is applied once however often it is sent (see release-ids.lua); '' for none
+    ARGV[5] acquire attempt id, for the undo of that attempt: the hold is taken off only if it
+            is the last attempt applied for the owner here (acquire.lua records it in field
+            NUL + owner); '' for a release of any hold
 
   Output:
     0   released (key deleted, nobody queued)
     msg released, and the message published to the queue (see hand-on.lua): a direct grant in
         it may go to a waiter of the releasing client without waiting for the message
-    n   still held by the owner with n holds left
+    n   still held by the owner with n holds left (untouched by an undo of an attempt not applied here)
     -1  not held by this owner: nothing changed
 ]]
-local lock, owner, id = KEYS[1], ARGV[1], ARGV[4]
+local lock, owner, id, attempt = KEYS[1], ARGV[1], ARGV[4], ARGV[5]
 
 local holds = tonumber(redis.call('hget', lock, owner))
 if not holds then
   return -1
+end
+-- The attempt may never have run here (it failed, or got no answer): the holds found are then
+-- the owner's earlier ones, still in use.
+if attempt ~= '' and redis.call('hget', lock, '\0' .. owner) ~= attempt then
+  return holds
 end
 -- Two HGETs, not one HMGET: HMGET is not in the command set the README gives ACL users.
 local applied = id ~= '' and redis.call('hget', lock, '\1')

@@ -2,7 +2,14 @@ import { InvalidKeyError } from '../../errors.js';
 import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
-import type { HandedGrant, Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import type {
+  HandedGrant,
+  Inspection,
+  LockProtocol,
+  RedisClient,
+  ReleaseReply,
+  RenewalItem,
+} from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
 import releaseIdsLua from '../../release-ids.lua';
 import { LuaScript } from '../../script.js';
@@ -13,6 +20,7 @@ import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import handOnLua from './hand-on.lua';
 import inspectLua from './inspect.lua';
+import keepFenceLua from './keep-fence.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
@@ -26,6 +34,7 @@ const ADDRESSED = 'released:';
 const GRANTED = 'granted:';
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
+const keepFenceScript = new LuaScript(keepFenceLua);
 const raiseFenceScript = new LuaScript(raiseFenceLua);
 
 /** Keys of one token lock, all in one slot; what each script takes is built once per resource. */
@@ -135,18 +144,13 @@ export function tokenProtocol(): LockProtocol {
       return { acquired: false, remaining: reply[1]!, serverTime: reply[2] };
     },
 
-    async release(redis, resource, owner, _token, handedOn, id = '') {
-      const keys = keysOf(resource);
-      const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
-        owner,
-        await publishCommand(redis),
-        keys.channel,
-        id,
-      ])) as number | string;
-      if (typeof left === 'number') return releaseReply(left);
-      const grant = grantIn(left);
-      if (grant) handedOn?.(grant);
-      return 'released';
+    release(redis, resource, owner, _token, handedOn, id = '') {
+      return runRelease(redis, resource, owner, id, '', handedOn);
+    },
+
+    undo(redis, resource, owner, _token, attempt) {
+      // Named by the attempt: a copy resent after a reconnect takes off no second hold.
+      return runRelease(redis, resource, owner, attempt, attempt);
     },
 
     async abandon(redis, resource, owner, context) {
@@ -179,6 +183,10 @@ export function tokenProtocol(): LockProtocol {
       );
     },
 
+    async keepFence(redis, resource, owner, fence) {
+      await keepFenceScript.run(redis, [keysOf(resource).lock], [owner, fence]);
+    },
+
     async inspect(redis, resource): Promise<Inspection> {
       const keys = keysOf(resource);
       const [owner, holds, pttl, fence] = (await inspectScript.run(
@@ -195,6 +203,29 @@ export function tokenProtocol(): LockProtocol {
       };
     },
   };
+}
+
+/** Runs release.lua: `attempt` set for the undo of that acquire attempt only (see `undo`). */
+async function runRelease(
+  redis: RedisClient,
+  resource: string,
+  owner: string,
+  id: string,
+  attempt: string,
+  handedOn?: (grant: HandedGrant) => void,
+): Promise<ReleaseReply> {
+  const keys = keysOf(resource);
+  const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
+    owner,
+    await publishCommand(redis),
+    keys.channel,
+    id,
+    attempt,
+  ])) as number | string;
+  if (typeof left === 'number') return releaseReply(left);
+  const grant = grantIn(left);
+  if (grant) handedOn?.(grant);
+  return 'released';
 }
 
 function grantIn(message: string): HandedGrant | undefined {
