@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 
 /** Thrown when no redis-server can be found; the message is one line saying how to install one. */
 export class RedisServerNotFoundError extends Error {
@@ -12,10 +12,9 @@ const install = 'install it (Debian/Ubuntu: `apt-get install -y redis-server`) o
 export function redisServerBinary(): string {
   const configured = process.env.REDIS_SERVER_BIN;
   if (configured) {
-    // Checked here so that a wrong path fails as one clear line, not as a spawn ENOENT later.
-    try {
-      accessSync(configured, constants.X_OK);
-    } catch {
+    // Checked here so that a wrong path fails as one clear line, not as a spawn ENOENT or EACCES
+    // later (a directory passes the X_OK check).
+    if (!isExecutableFile(configured)) {
       throw new RedisServerNotFoundError(
         `redis-server not found at REDIS_SERVER_BIN=${configured}: ${install} to an executable redis-server`,
       );
@@ -26,5 +25,14 @@ export function redisServerBinary(): string {
     return execFileSync('/bin/sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).trim();
   } catch {
     throw new RedisServerNotFoundError(`redis-server not found on PATH: ${install}`);
+  }
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
 }

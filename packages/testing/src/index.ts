@@ -34,7 +34,7 @@ export {
   type TcpProxy,
 } from './proxy.js';
 export { type RedisSentinel, type StartSentinelOptions, startSentinel } from './sentinel.js';
-export { type Address, RedisServer, type RedisServerOptions, startRedis } from './server.js';
+export { type Address, PortTakenError, RedisServer, type RedisServerOptions, startRedis } from './server.js';
 export {
   buildSkewClock,
   createSkewClock,

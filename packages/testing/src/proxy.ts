@@ -45,7 +45,11 @@ export interface TcpProxy {
   pass(): void;
   /** Forwards each chunk `ms` after it arrived; a number delays both directions. */
   delay(ms: number | { upstream?: number; downstream?: number }): void;
-  /** Closes every open connection, and every new one as soon as it is accepted, until the mode changes. */
+  /**
+   * Closes every open connection at once, discarding the bytes a `delay` or `blackhole` still
+   * holds, and closes every new connection as soon as it is accepted, until the mode changes.
+   * To say "the request ran, the reply was lost", use `resetAfter`.
+   */
   drop(): void;
   /**
    * Accepts and keeps connections open but forwards nothing, in either direction, closes
@@ -77,8 +81,11 @@ export async function startProxy(options: StartProxyOptions): Promise<TcpProxy> 
   return proxy;
 }
 
-/** Bytes, or the end (FIN) or loss (close, error) of the sending side, forwarded in order like bytes. */
-type Item = Buffer | 'end' | 'close';
+/**
+ * Bytes, or the end (FIN), clean close or failure (a close after an error) of the sending side,
+ * forwarded in order like bytes.
+ */
+type Item = Buffer | 'end' | 'close' | 'fail';
 
 interface Pending {
   readonly chunk: Item;
@@ -100,6 +107,7 @@ class Pipe {
   ) {}
 
   push(chunk: Item): void {
+    if (this.link.closed) return;
     this.queue.push({ chunk, due: performance.now() + this.proxy.delayOf(this.direction) });
     this.pump();
   }
@@ -113,7 +121,11 @@ class Pipe {
     while (this.queue.length > 0 && this.queue[0]!.due <= now) {
       const { chunk } = this.queue.shift()!;
       if (chunk === 'close') {
-        this.link.close();
+        this.link.shutdown();
+        return;
+      }
+      if (chunk === 'fail') {
+        this.link.abort();
         return;
       }
       if (chunk === 'end') {
@@ -158,8 +170,14 @@ class Link {
     server.on('end', () => this.down.push('end'));
     // A side that fails or closes ends the pair once the bytes before it went through (never
     // during a blackhole); the proxy never throws for a peer's failure.
-    client.on('close', () => this.up.push('close'));
-    server.on('close', () => this.down.push('close'));
+    client.on('close', (hadError) => {
+      this.up.push(hadError ? 'fail' : 'close');
+      this.gone();
+    });
+    server.on('close', (hadError) => {
+      this.down.push(hadError ? 'fail' : 'close');
+      this.gone();
+    });
     client.on('error', () => {});
     server.on('error', () => {});
   }
@@ -170,25 +188,39 @@ class Link {
 
   /** Sends RST to both ends. */
   reset(): void {
-    if (this.closed) return;
     this.finish();
     this.proxy.counted();
     this.client.resetAndDestroy();
     this.server.resetAndDestroy();
+    this.proxy.forget(this);
   }
 
-  close(): void {
-    if (this.closed) return;
+  /** Closes both ends at once, throwing away what is queued or not yet written. */
+  abort(): void {
     this.finish();
     this.client.destroy();
     this.server.destroy();
+    this.proxy.forget(this);
+  }
+
+  /**
+   * One side closed cleanly: each end is closed once its writes are flushed, as the kernel
+   * would; destroy() at once would throw away what a slow reader has not taken yet.
+   */
+  shutdown(): void {
+    this.finish();
+    for (const socket of [this.client, this.server]) socket.end(() => socket.destroy());
+  }
+
+  /** A link still flushing after `shutdown` counts as a connection until both ends closed. */
+  private gone(): void {
+    if (this.client.destroyed && this.server.destroyed) this.proxy.forget(this);
   }
 
   private finish(): void {
     this.closed = true;
     this.up.cancel();
     this.down.cancel();
-    this.proxy.forget(this);
   }
 }
 
@@ -240,8 +272,10 @@ class ProxyServer implements TcpProxy {
   }
 
   drop(): void {
+    // Closed first: switching the mode first would flush what a blackhole holds to the server,
+    // which a partition ending in a reset never delivers.
+    for (const link of [...this.links]) link.abort();
     this.switchTo({ kind: 'drop' });
-    for (const link of [...this.links]) link.close();
   }
 
   blackhole(): void {
@@ -275,7 +309,7 @@ class ProxyServer implements TcpProxy {
 
   stop(): Promise<void> {
     this.stopped ??= new Promise((resolve) => {
-      for (const link of [...this.links]) link.close();
+      for (const link of [...this.links]) link.abort();
       this.server.close(() => resolve());
     });
     return this.stopped;

@@ -39,12 +39,15 @@ export interface RedisSentinel {
   readonly redisOptions: RedisOptions;
   /** A new sentinel-backed ioredis client; `stop()` disconnects it. */
   client(options?: RedisOptions): Redis;
-  /** The data server the sentinels currently name as master. */
+  /**
+   * The data server the sentinels currently name as master: the first running sentinel that is
+   * not paused and answers tells.
+   */
   master(): Promise<RedisServer>;
   /**
-   * Forces a failover (`SENTINEL FAILOVER`) and resolves with the new master once every sentinel
-   * names it and it answers as master. The old master is turned into a replica by the sentinels
-   * some seconds later.
+   * Forces a failover (`SENTINEL FAILOVER`) and resolves with the new master once every running
+   * sentinel that is not paused names it and it answers as master. The old master is turned into
+   * a replica by the sentinels some seconds later.
    */
   failover(): Promise<RedisServer>;
   /** Stops sentinels, then data servers. */
@@ -120,14 +123,33 @@ class SentinelSetup implements RedisSentinel {
   }
 
   async master(): Promise<RedisServer> {
-    const port = await this.masterPort(this.liveSentinels()[0]!);
-    const master = this.nodes.find((node) => node.port === port);
-    if (!master) throw new Error(`sentinels name an unknown master on port ${port}`);
-    return master;
+    let failure: unknown;
+    // One sentinel may be hung or dying in a way this library did not cause; the next one knows too.
+    for (const sentinel of this.liveSentinels()) {
+      try {
+        const port = await this.masterPort(sentinel);
+        const master = this.nodes.find((node) => node.port === port);
+        if (!master) throw new Error(`sentinels name an unknown master on port ${port}`);
+        return master;
+      } catch (error) {
+        failure = error;
+      }
+    }
+    throw failure;
   }
 
   async failover(): Promise<RedisServer> {
-    const old = await this.master();
+    let old: RedisServer | undefined;
+    // Sentinels just restarted or resumed may none of them answer yet; like every later step,
+    // this one waits for them instead of failing the test.
+    await waitFor(
+      `the sentinels of ${this.masterName} to name its master`,
+      async () => {
+        old = await this.master();
+        return true;
+      },
+      { timeout: this.timeout },
+    );
     // Right after a start or a failover the sentinels may not yet rate any replica as good.
     await waitFor(
       `SENTINEL FAILOVER ${this.masterName} to be accepted`,
@@ -137,7 +159,7 @@ class SentinelSetup implements RedisSentinel {
     );
     let promoted: RedisServer | undefined;
     await waitFor(
-      `the sentinels to name a new master instead of port ${old.port}`,
+      `the sentinels to name a new master instead of port ${old!.port}`,
       async () => {
         const candidate = await this.master();
         if (candidate === old || !(await this.agree(candidate))) return false;
@@ -184,10 +206,13 @@ class SentinelSetup implements RedisSentinel {
     return ports.every((port) => port === master.port);
   }
 
-  /** Tests kill sentinels on purpose; the ones still running are the ones to ask. */
+  /**
+   * Tests kill and pause sentinels on purpose; the ones still running and not paused are the
+   * ones to ask (a paused one would only time out).
+   */
   private liveSentinels(): RedisServer[] {
-    const live = this.sentinels.filter((sentinel) => sentinel.running);
-    if (live.length === 0) throw new Error(`no sentinel of ${this.masterName} is running`);
+    const live = this.sentinels.filter((sentinel) => sentinel.running && !sentinel.paused);
+    if (live.length === 0) throw new Error(`no sentinel of ${this.masterName} is running and not paused`);
     return live;
   }
 

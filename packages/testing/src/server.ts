@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { redisServerBinary } from './binary.js';
 import { OwnedClients } from './clients.js';
-import { freePort } from './ports.js';
+import { releasePort, reservePort } from './ports.js';
 import { trackProcess, untrackProcess } from './registry.js';
 import { checkInteger } from './validate.js';
 
@@ -38,11 +38,27 @@ export interface Address {
 
 const readyLine = /Ready to accept connections|Sentinel ID is/;
 const portTaken = /Address already in use/i;
+const killSignals: readonly string[] = ['SIGKILL', 'SIGTERM', 'SIGINT'];
+
+/**
+ * A server could not bind its port: `restart()` throws it when something outside this library
+ * took the port while the server was down (`startRedis` retries on another port instead).
+ */
+export class PortTakenError extends Error {
+  override readonly name = 'PortTakenError';
+  constructor(
+    readonly port: number,
+    output: string,
+  ) {
+    super(`port ${port} is taken:\n${output}`);
+  }
+}
 
 /** A redis-server process this library started, on 127.0.0.1 and a free port, in its own temporary directory. */
 export class RedisServer {
   readonly host = '127.0.0.1';
   private child: ChildProcess | undefined;
+  private pausedChild: ChildProcess | undefined;
   private readonly clients = new OwnedClients();
 
   private constructor(
@@ -51,19 +67,23 @@ export class RedisServer {
     private readonly options: RedisServerOptions,
   ) {}
 
-  /** Starts a server on a free loopback port, retrying with another port if one is taken meanwhile. */
+  /**
+   * Starts a server on a free loopback port, retrying with another port if one is taken
+   * meanwhile. The port stays reserved until `stop()`, also while the server is killed.
+   */
   static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
     if (options.startTimeout !== undefined) checkInteger('startTimeout', options.startTimeout, 1);
     const binary = redisServerBinary();
     for (let attempt = 0; ; attempt++) {
       // The real path, because the guard compares it with /proc/<pid>/cwd.
       const dir = realpathSync(mkdtempSync(join(tmpdir(), 'lock-testing-')));
-      const server = new RedisServer(await freePort(), dir, options);
+      const server = new RedisServer(await reservePort(), dir, options);
       try {
         await server.spawn(binary);
         return server;
       } catch (error) {
         rmSync(dir, { recursive: true, force: true });
+        releasePort(server.port);
         if (!(error instanceof PortTakenError) || attempt >= 10) throw error;
       }
     }
@@ -74,9 +94,14 @@ export class RedisServer {
     return this.running ? this.child?.pid : undefined;
   }
 
-  /** Whether the process is alive (paused counts as alive). */
+  /** Whether the process is alive (paused counts as alive: see `paused`). */
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Whether the process is alive but frozen by `pause()`: it holds its sockets and answers nothing. */
+  get paused(): boolean {
+    return this.running && this.pausedChild === this.child;
   }
 
   get url(): string {
@@ -96,11 +121,13 @@ export class RedisServer {
   /** Freezes the process (SIGSTOP): it keeps its sockets but answers nothing. */
   pause(): void {
     this.signal('SIGSTOP');
+    this.pausedChild = this.child;
   }
 
   /** Thaws a paused process (SIGCONT). */
   resume(): void {
     this.signal('SIGCONT');
+    this.pausedChild = undefined;
   }
 
   /** Makes the server sleep inside one command (`DEBUG SLEEP`), blocking every client for `ms`. */
@@ -114,8 +141,15 @@ export class RedisServer {
     }
   }
 
-  /** Kills the process (SIGKILL by default, a paused one too) and waits until it has exited. */
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  /**
+   * Kills the process (SIGKILL by default, a paused one too) and waits until it has exited. Only
+   * signals that end redis-server are taken: after any other (SIGHUP, SIGUSR1) it runs on and the
+   * wait would never end.
+   */
+  async kill(signal: 'SIGKILL' | 'SIGTERM' | 'SIGINT' = 'SIGKILL'): Promise<void> {
+    if (!killSignals.includes(signal)) {
+      throw new RangeError(`signal must be SIGKILL, SIGTERM or SIGINT, got ${String(signal)}`);
+    }
     const child = this.child;
     if (!child || !this.running) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -124,7 +158,10 @@ export class RedisServer {
     await exited;
   }
 
-  /** Kills the process and starts a new one on the same port and directory. */
+  /**
+   * Kills the process and starts a new one on the same port and directory. Rejects with
+   * `PortTakenError` when a process outside this library took the port meanwhile.
+   */
   async restart(): Promise<void> {
     await this.kill();
     await this.spawn(redisServerBinary());
@@ -135,6 +172,7 @@ export class RedisServer {
     this.clients.disconnectAll();
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
+    releasePort(this.port);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -192,14 +230,12 @@ export class RedisServer {
       });
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        if (portTaken.test(output)) reject(new PortTakenError(`port ${this.port} is taken:\n${output}`));
+        if (portTaken.test(output)) reject(new PortTakenError(this.port, output));
         else reject(new Error(`redis-server exited (${signal ?? code}) before it was ready:\n${output}`));
       });
     });
   }
 }
-
-class PortTakenError extends Error {}
 
 /** Command-line flags from directives; `""` stands for an empty argument. */
 function flags(config: Record<string, string | number>): string[] {

@@ -30,6 +30,9 @@ function release(process: string, at: number): HistoryEvent {
 function write(process: string, at: number, fence: number, accepted: boolean): HistoryEvent {
   return { op: 'write', process, lock: 'L', at: ms(at), fence, accepted };
 }
+function lost(process: string, at: number): HistoryEvent {
+  return { op: 'lost', process, lock: 'L', at: ms(at) };
+}
 
 let dir: string;
 beforeEach(() => {
@@ -111,6 +114,65 @@ describe('checkHistory', () => {
       write('a', 45, 1, false),
     ]);
     expect(fenced.ok).toBe(true);
+  });
+
+  it('a zombie write accepted after the loss or the release stretches the ended hold into an overlap', () => {
+    // a's deadline passes at 100 and b is granted at 120; a's write still in flight lands at 160.
+    for (const end of [lost('a', 150), release('a', 90)]) {
+      const zombie = checkHistory([
+        acquire('a', 0, 1, 100),
+        acquire('b', 120, 2),
+        end,
+        write('a', 160, 1, true),
+        release('b', 200),
+      ]);
+      expect(zombie.ok).toBe(false);
+      expect(zombie.overlaps.map((o) => [o.first.process, o.second.process, o.first.end])).toEqual([
+        ['a', 'b', ms(160)],
+      ]);
+      expect(zombie.maxOverrunMs).toBe(40);
+    }
+    const refused = [
+      acquire('a', 0, 1, 100),
+      acquire('b', 120, 2),
+      lost('a', 150),
+      write('a', 160, 1, false),
+    ];
+    expect(checkHistory(refused).ok).toBe(true);
+  });
+
+  it('a write accepted from a process that never held the lock is reported', () => {
+    const verdict = checkHistory([acquire('b', 0, 2), write('a', 5, 1, true), release('b', 10)]);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.unheldWrites.map((event) => event.process)).toEqual(['a']);
+    expect(verdict.overlaps).toEqual([]);
+    expect(checkHistory([acquire('b', 0, 2), write('a', 5, 1, false), release('b', 10)]).ok).toBe(true);
+  });
+
+  it('a grant whose deadline passed before it came back holds nothing', () => {
+    // a's request was first at Redis (fence 1) but its reply came back after its validity.
+    const verdict = checkHistory([
+      acquire('b', 45, 2),
+      acquire('a', 50, 1, 40),
+      release('b', 60),
+      release('a', 70),
+    ]);
+    expect(verdict).toMatchObject({ ok: true, intervals: 1, overlaps: [], fenceIssues: [] });
+  });
+
+  it('finds a fence regression across a hold without a fence', () => {
+    const unfenced: HistoryEvent = { op: 'acquire', process: 'c', lock: 'L', at: ms(6) };
+    const verdict = checkHistory([
+      acquire('a', 0, 5),
+      release('a', 5),
+      unfenced,
+      release('c', 7),
+      acquire('b', 10, 4),
+      release('b', 20),
+    ]);
+    expect(
+      verdict.fenceIssues.map((issue) => [issue.kind, issue.previous.process, issue.next.process]),
+    ).toEqual([['regression', 'a', 'b']]);
   });
 
   it('counts lost updates of the witness', () => {

@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { startProxy, type TcpProxy, waitFor } from '../src/index.js';
@@ -119,6 +119,74 @@ describe('startProxy', () => {
     const again = clientOf(proxy);
     expect(await again.ping()).toBe('PONG');
     again.disconnect();
+  });
+
+  it('drop() after a blackhole discards what it held: the server never runs the request', async ({
+    onTestFinished,
+  }) => {
+    const server = await useRedis();
+    const direct = server.client();
+    const proxy = await proxyFor(server, onTestFinished);
+    const client = clientOf(proxy, {
+      connectionName: 'partitioned',
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
+    await client.ping();
+    proxy.blackhole();
+    const acquire = client.set('lock:a', 'me', 'PX', 30_000, 'NX');
+    // The SET was in the proxy's socket before the first PING left; one more round trip later the
+    // proxy has read it into what the blackhole holds.
+    await direct.ping();
+    await direct.ping();
+    proxy.drop();
+    await expect(acquire).rejects.toThrow(/Connection is closed/);
+    // Redis runs what a connection sent before it notices the close, so once the connection is gone
+    // from its list, a forwarded SET would have run.
+    await waitFor(
+      'the server to see the proxied connection close',
+      async () => !String(await direct.call('CLIENT', 'LIST')).includes('name=partitioned'),
+      { timeout: 5_000 },
+    );
+    expect(await direct.exists('lock:a')).toBe(0);
+  });
+
+  it('a clean close reaches a slow reader after every byte sent before it', async ({ onTestFinished }) => {
+    const size = 16 * 1024 * 1024;
+    let targetClosed!: () => void;
+    const targetDone = new Promise<void>((resolve) => {
+      targetClosed = resolve;
+    });
+    // Answers a request, once it is complete (FIN), with a large reply and its own FIN.
+    const target = createServer({ allowHalfOpen: true }, (socket) => {
+      socket.on('error', () => {});
+      socket.on('close', () => targetClosed());
+      socket.resume();
+      socket.once('end', () => socket.end(Buffer.alloc(size, 1)));
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => target.close(() => resolve())));
+    const proxy = await proxyFor(
+      { host: '127.0.0.1', port: (target.address() as AddressInfo).port },
+      onTestFinished,
+    );
+    const reader = connect({ host: proxy.host, port: proxy.port, allowHalfOpen: true });
+    let received = 0;
+    let failure: string | undefined;
+    reader.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    reader.on('error', (error) => {
+      failure = error.message;
+    });
+    reader.pause();
+    reader.end('request');
+    const closed = new Promise((resolve) => reader.once('close', resolve));
+    // The target has written everything and closed: the proxy holds most of the reply, unread.
+    await targetDone;
+    reader.resume();
+    await closed;
+    expect({ received, failure }).toEqual({ received: size, failure: undefined });
   });
 
   it('blackhole keeps the connection open and forwards nothing, then delivers what it held', async ({

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisSentinel, startSentinel } from '../src/index.js';
+import { useSentinel } from '../src/vitest/index.js';
 import { alive, pidsOf } from './proc.js';
 
 let setup: RedisSentinel;
@@ -73,5 +74,20 @@ describe('startSentinel', () => {
     expect(pids.every(alive)).toBe(true);
     await setup.stop();
     expect(pids.filter(alive)).toEqual([]);
+  });
+});
+
+describe('sentinels that stop answering', () => {
+  it('master() and failover() skip a paused sentinel and ask the others in turn', async () => {
+    const setup = await useSentinel({ replicas: 1, sentinels: 3 });
+    const [paused, hung] = setup.sentinels;
+    const old = await setup.master();
+    paused!.pause();
+    expect(await setup.master()).toBe(old);
+    const promoted = await setup.failover();
+    expect(promoted).not.toBe(old);
+    // Frozen behind the library's back, so only asking the next sentinel gets an answer.
+    process.kill(hung!.pid!, 'SIGSTOP');
+    expect(await setup.master()).toBe(promoted);
   });
 });

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisServerNotFoundError, startRedis, waitFor } from '../src/index.js';
 import { useRedis } from '../src/vitest/index.js';
@@ -89,6 +90,34 @@ describe('fault helpers', () => {
     expect(await server.client().get('k')).toBe('kept');
   });
 
+  it('paused follows pause(), resume(), restart() and kill()', async () => {
+    const server = await useRedis();
+    expect(server.paused).toBe(false);
+    server.pause();
+    expect({ paused: server.paused, running: server.running }).toEqual({ paused: true, running: true });
+    server.resume();
+    expect(server.paused).toBe(false);
+    server.pause();
+    await server.restart();
+    expect(server.paused).toBe(false);
+    server.pause();
+    await server.kill();
+    expect(server.paused).toBe(false);
+  });
+
+  it('kill() refuses a signal that does not end redis-server, naming it', {
+    // Before the check, kill('SIGHUP') waited forever for an exit that never came.
+    timeout: 10_000,
+  }, async () => {
+    const server = await useRedis();
+    await expect(server.kill('SIGHUP' as 'SIGTERM')).rejects.toThrow(
+      new RangeError('signal must be SIGKILL, SIGTERM or SIGINT, got SIGHUP'),
+    );
+    expect(server.running).toBe(true);
+    await server.kill('SIGTERM');
+    expect(server.running).toBe(false);
+  });
+
   it('kill() also ends a paused server', async () => {
     const server = await useRedis();
     const pid = server.pid!;
@@ -151,6 +180,13 @@ describe('a missing redis-server', () => {
       /^redis-server not found at REDIS_SERVER_BIN=\/nonexistent\/redis-server: install/,
     );
     await expect(failure).rejects.toThrow(/^[^\n]+$/);
+  });
+
+  it('REDIS_SERVER_BIN naming a directory fails the same way', async () => {
+    vi.stubEnv('REDIS_SERVER_BIN', tmpdir());
+    const failure = startRedis();
+    await expect(failure).rejects.toBeInstanceOf(RedisServerNotFoundError);
+    await expect(failure).rejects.toThrow(`redis-server not found at REDIS_SERVER_BIN=${tmpdir()}: install`);
   });
 
   it('no redis-server on PATH fails with one line saying how to install it', async () => {

@@ -63,6 +63,7 @@ export function summary(verdict: HistoryVerdict): string {
     `${verdict.overlaps.length} overlaps (max overrun ${verdict.maxOverrunMs.toFixed(1)} ms)`,
     `${verdict.fenceIssues.length} fence duplicates/regressions`,
     `${verdict.staleWrites.length} stale writes accepted`,
+    `${verdict.unheldWrites.length} writes accepted without a hold`,
     `${verdict.lostUpdates} lost updates`,
   ];
   return `${parts.join(', ')} in ${verdict.intervals} holds (${verdict.events} events)`;

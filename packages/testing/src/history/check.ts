@@ -7,7 +7,10 @@ export interface HeldInterval {
   readonly start: bigint;
   /** When the holder stopped believing it held the lock (release, loss or deadline). */
   readonly believedEnd: bigint;
-  /** `believedEnd`, or later when a write of this hold was accepted after it: the end of its effects. */
+  /**
+   * The end of its effects: `believedEnd`, or later when the resource accepted a write of this
+   * process after it and before the process's next grant (a zombie's write lands there).
+   */
   readonly end: bigint;
   readonly fence: number | undefined;
 }
@@ -39,6 +42,11 @@ export interface HistoryVerdict {
   readonly fenceIssues: readonly FenceIssue[];
   /** Writes a resource accepted although it had already accepted one with a higher fence. */
   readonly staleWrites: readonly HistoryEvent[];
+  /**
+   * Writes a resource accepted from a process that had never been granted their lock: no hold
+   * exists to stretch over them, so nothing else in the verdict would show them.
+   */
+  readonly unheldWrites: readonly HistoryEvent[];
   /** `witness.expected − witness.actual`, or 0 without a witness. */
   readonly lostUpdates: number;
 }
@@ -57,7 +65,8 @@ export interface CheckHistoryOptions {
 /**
  * Checks a lock history (every process's events, merged): believed-held intervals of one lock
  * must not overlap, fences of successive holders must strictly increase, no resource may accept
- * a write carrying a lower fence than one it already accepted, and the witness must be exact.
+ * a write carrying a lower fence than one it already accepted or a write from a process never
+ * granted the lock, and the witness must be exact.
  */
 export function checkHistory(
   events: readonly HistoryEvent[],
@@ -69,7 +78,7 @@ export function checkHistory(
   }
   const epsilon = BigInt(Math.round(epsilonMs * 1e6));
   const ordered = [...events].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
-  const intervals = heldIntervals(ordered);
+  const { intervals, unheldWrites } = heldIntervals(ordered);
   const overlaps: Overlap[] = [];
   const fenceIssues: FenceIssue[] = [];
   for (const held of groupBy(intervals, (interval) => interval.lock).values()) {
@@ -77,7 +86,9 @@ export function checkHistory(
     // Each interval is compared with the one reaching furthest so far, so a long hold is not
     // hidden behind a short one that started after it.
     let reaching: HeldInterval | undefined;
-    for (const [index, interval] of held.entries()) {
+    // A hold without a fence says nothing about order, so it must not hide a regression across it.
+    let fenced: HeldInterval | undefined;
+    for (const interval of held) {
       if (reaching && reaching.process !== interval.process && reaching.end - interval.start > epsilon) {
         overlaps.push({
           lock: interval.lock,
@@ -87,27 +98,34 @@ export function checkHistory(
         });
       }
       if (!reaching || interval.end > reaching.end) reaching = interval;
-      const previous = held[index - 1];
-      if (previous?.fence !== undefined && interval.fence !== undefined && interval.fence <= previous.fence) {
+      if (interval.fence === undefined) continue;
+      if (fenced?.fence !== undefined && interval.fence <= fenced.fence) {
         fenceIssues.push({
-          kind: interval.fence === previous.fence ? 'duplicate' : 'regression',
-          previous,
+          kind: interval.fence === fenced.fence ? 'duplicate' : 'regression',
+          previous: fenced,
           next: interval,
         });
       }
+      fenced = interval;
     }
   }
   const staleWrites = staleAccepted(ordered);
   const lostUpdates = options.witness ? options.witness.expected - options.witness.actual : 0;
   const maxOverrun = overlaps.reduce((most, overlap) => max(most, overlap.overrun), 0n);
   return {
-    ok: overlaps.length === 0 && fenceIssues.length === 0 && staleWrites.length === 0 && lostUpdates === 0,
+    ok:
+      overlaps.length === 0 &&
+      fenceIssues.length === 0 &&
+      staleWrites.length === 0 &&
+      unheldWrites.length === 0 &&
+      lostUpdates === 0,
     events: events.length,
     intervals: intervals.length,
     overlaps,
     maxOverrunMs: Number(maxOverrun) / 1e6,
     fenceIssues,
     staleWrites,
+    unheldWrites,
     lostUpdates,
   };
 }
@@ -115,25 +133,35 @@ export function checkHistory(
 /**
  * Pairs each process's grants with what ended them. Re-entries (a grant while already held)
  * deepen the hold; only the last release ends it. A hold never ended (the process died or the
- * log stops) runs to its deadline, or forever without one.
+ * log stops) runs to its deadline, or forever without one. An accepted write stretches the
+ * process's current hold, else its last ended one: a zombie's write that lands after the loss
+ * or release is exactly the effect that outlives a belief. A grant whose deadline had passed
+ * before it came back was never believed, so unless a write stretched it, it holds nothing.
  */
-function heldIntervals(ordered: readonly HistoryEvent[]): HeldInterval[] {
-  const intervals: HeldInterval[] = [];
+function heldIntervals(ordered: readonly HistoryEvent[]): {
+  intervals: HeldInterval[];
+  unheldWrites: HistoryEvent[];
+} {
+  const intervals: { -readonly [K in keyof HeldInterval]: HeldInterval[K] }[] = [];
+  const unheldWrites: HistoryEvent[] = [];
   const open = new Map<string, { grant: HistoryEvent; depth: number; lastWrite: bigint | undefined }>();
+  const ended = new Map<string, (typeof intervals)[number]>();
   const close = (id: string, at: bigint) => {
     const hold = open.get(id);
     if (!hold) return;
     open.delete(id);
     const { grant, lastWrite } = hold;
     const believedEnd = grant.deadline !== undefined && grant.deadline < at ? grant.deadline : at;
-    intervals.push({
+    const interval = {
       process: grant.process,
       lock: grant.lock,
       start: grant.at,
       believedEnd,
       end: lastWrite !== undefined && lastWrite > believedEnd ? lastWrite : believedEnd,
       fence: grant.fence,
-    });
+    };
+    intervals.push(interval);
+    ended.set(id, interval);
   };
   for (const event of ordered) {
     const id = `${event.process}\u0000${event.lock}`;
@@ -145,13 +173,16 @@ function heldIntervals(ordered: readonly HistoryEvent[]): HeldInterval[] {
       if (hold && --hold.depth === 0) close(id, event.at);
     } else if (event.op === 'lost') {
       close(id, event.at);
-    } else if (hold && event.accepted) {
-      hold.lastWrite = event.at;
+    } else if (event.accepted) {
+      const last = ended.get(id);
+      if (hold) hold.lastWrite = event.at;
+      else if (last) last.end = max(last.end, event.at);
+      else unheldWrites.push(event);
     }
   }
   const never = 2n ** 63n;
   for (const id of [...open.keys()]) close(id, never);
-  return intervals;
+  return { intervals: intervals.filter((interval) => interval.end > interval.start), unheldWrites };
 }
 
 function staleAccepted(ordered: readonly HistoryEvent[]): HistoryEvent[] {
