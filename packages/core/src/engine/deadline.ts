@@ -152,7 +152,8 @@ function answered(entry: Pending): boolean {
  * memory full under `noeviction`, writes stopped after a failed save. A waiting acquire tries
  * again (a failover is over within its wait), and callers see `LockUnavailableError`.
  */
-const SERVER_UNAVAILABLE = /^(WRONGPASS|NOAUTH|READONLY|MASTERDOWN|LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF) /;
+const SERVER_UNAVAILABLE =
+  /^(WRONGPASS|NOAUTH|READONLY|MASTERDOWN|LOADING|BUSY|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF) /;
 
 /**
  * Whether an error means Redis could not be reached, did not answer or cannot serve now (a

@@ -21,7 +21,9 @@ describe('error replies that mean the server cannot serve now', () => {
 
     const refused = await locker.acquire('order', { wait: 0 }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(LockUnavailableError);
-    expect((refused as LockUnavailableError).cause).toMatchObject({ message: expect.stringMatching(/^READONLY /) });
+    expect((refused as LockUnavailableError).cause).toMatchObject({
+      message: expect.stringMatching(/^READONLY /),
+    });
 
     const before = await sent(admin, 'evalsha');
     const waiting = locker.acquire('order', { wait: 20_000 });
