@@ -55,7 +55,7 @@ export {
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
-export { keyValueEscaper } from './key-value-escaper.js';
+export { isWellFormedValue, keyValueEscaper } from './key-value-escaper.js';
 export type {
   AcquireReply,
   AttemptContext,

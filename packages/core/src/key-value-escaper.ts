@@ -10,8 +10,8 @@ const ALWAYS = ['\\', ':', '{', '}'];
  * Read from the left, a value then ends at the first unescaped separator, so
  * `cart/{user}/{sku}` splits back one way only. Code outside the adapters that must name the
  * same lock builds its key with it: `'cart:' + escapeValue(user) + ':' + escapeValue(sku)`.
- * Values must be well-formed Unicode: Node writes a lone UTF-16 surrogate as the bytes of U+FFFD,
- * so `'\uD800'` and `'\uFFFD'` would name one key (the GraphQL directive refuses such values).
+ * Values must be well-formed Unicode (`isWellFormedValue`): Node writes a lone UTF-16 surrogate as
+ * the bytes of U+FFFD, so `'\uD800'` and `'\uFFFD'` would name one key; the adapters refuse such values.
  */
 export function keyValueEscaper(separators: readonly string[] = []): (value: string) => string {
   for (const separator of separators) {
@@ -26,4 +26,15 @@ export function keyValueEscaper(separators: readonly string[] = []): (value: str
     for (const char of value) escaped += special.has(char) ? `\\${char}` : char;
     return escaped;
   };
+}
+
+/** With the `u` flag, only a surrogate not paired into one code point matches. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * Whether `value` can go into a key without meeting another value's: false when it holds a lone
+ * UTF-16 surrogate, which reaches Redis as the bytes of U+FFFD (possible in JSON, never in a URL).
+ */
+export function isWellFormedValue(value: string): boolean {
+  return !LONE_SURROGATE.test(value);
 }

@@ -101,6 +101,17 @@ describe('key templates', () => {
     );
   });
 
+  it('refuses a value holding a lone surrogate (possible in a JSON body), which would share a key with U+FFFD', () => {
+    const template = parseKeyTemplate('order:{body.id}');
+    for (const id of ['\uD800', 'x\uDFFF']) {
+      expect(() => renderKey(template, { body: { id } })).toThrow(
+        expect.objectContaining({ code: 'ERR_LOCK_HTTP_BAD_VALUE' }),
+      );
+    }
+    expect(renderKey(template, { body: { id: '\uFFFD' } })).toBe('order:\uFFFD');
+    expect(renderKey(template, { body: { id: '\uD83D\uDD12' } })).toBe('order:\u{1F512}');
+  });
+
   it('reads own properties only', () => {
     expect(() => renderKey(parseKeyTemplate('x:{query.constructor}'), { query: {} })).toThrow(
       expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_VALUE' }),

@@ -29,7 +29,8 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
       );
   }
   const { locker, name = 'locked', ttl, wait, keys = {} } = options;
-  if (typeof locker?.acquire !== 'function') throw new InvalidOptionError('locker', locker, 'a Locker');
+  if (typeof locker?.acquire !== 'function' || typeof locker.checkOptions !== 'function')
+    throw new InvalidOptionError('locker', locker, 'a Locker from @lock/core (or any package built on it)');
   if (typeof name !== 'string' || !GRAPHQL_NAME.test(name))
     throw new InvalidOptionError('name', name, 'a GraphQL name');
   // The schema would declare its own @include (or @skip…), which breaks every query using it.

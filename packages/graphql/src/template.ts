@@ -1,4 +1,4 @@
-import { keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
+import { isWellFormedValue, keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -180,9 +180,6 @@ function walk(root: unknown, path: readonly string[]): unknown {
   return value;
 }
 
-/** With the `u` flag, only a surrogate not paired into one code point matches. */
-const LONE_SURROGATE = /\p{Surrogate}/u;
-
 function segmentValue(
   segment: Segment,
   args: Record<string, unknown>,
@@ -202,7 +199,7 @@ function segmentValue(
   if (value === null || value === undefined)
     throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
   // Node writes a lone surrogate as the bytes of U+FFFD: "\uD800", "\uDFFF" and "\uFFFD" would share a lock.
-  if (typeof value === 'string' && LONE_SURROGATE.test(value))
+  if (typeof value === 'string' && !isWellFormedValue(value))
     throw badInput(
       `${coordinate} needs {${segment.text}} for its lock key to be well-formed Unicode, and it holds a lone UTF-16 surrogate`,
     );

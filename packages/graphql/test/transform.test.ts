@@ -195,7 +195,11 @@ describe('directive values are printed as given', () => {
 
 describe('factory options', () => {
   it.each([
-    [{ locker: undefined }, 'invalid option "locker": undefined (expected a Locker)'],
+    [
+      { locker: undefined },
+      'invalid option "locker": undefined (expected a Locker from @lock/core (or any package built on it))',
+    ],
+    [{ locker: { acquire() {} } }, 'invalid option "locker": {}'],
     [{ name: 'lock-ed' }, 'invalid option "name": "lock-ed" (expected a GraphQL name)'],
     [{ ttl: 0 }, 'invalid option "ttl": 0 (expected an integer number of ms from 10 to 2147483647)'],
     [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],

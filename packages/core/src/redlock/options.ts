@@ -190,11 +190,15 @@ export interface DistinctServers {
   check(): Promise<void> | undefined;
 }
 
+/** How soon a master that did not answer the check is asked again. */
+const RECHECK_MS = 1_000;
+
 /**
  * Whether any two of `clients` reach the same redis-server (two names of one host, a proxy in
  * front of another client's master): it would count twice toward every majority. Compares each
  * master's `run_id` (INFO server), each master bounded by `nodeTimeout`. A master that does not
- * answer is compared when a later check reaches it.
+ * answer is compared when a later check reaches it, at most every `RECHECK_MS`; one that answers
+ * with an error (an ACL denying INFO) is not compared.
  */
 export function distinctServers(clients: readonly RedisClient[], nodeTimeout: number): DistinctServers {
   /** Run id by client index, of the masters that answered. */
@@ -203,12 +207,17 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
   let first: Promise<void> | undefined;
   let checked = false;
   let refusal: InvalidOptionError | undefined;
+  let lastRun = Number.NEGATIVE_INFINITY;
   const run = async () => {
+    lastRun = performance.now();
     const unseen = clients.flatMap((client, index) => (runIds.has(index) ? [] : [{ client, index }]));
     const outcomes = await fanOut(unseen, nodeTimeout, ({ client }) => client.info('server'));
     outcomes.forEach((outcome, n) => {
       const { index } = unseen[n]!;
       if (outcome.kind === 'ok') runIds.set(index, RUN_ID.exec(outcome.value)?.[1]);
+      // A master that answers with an error (an ACL denying INFO) cannot be compared, ever.
+      else if (outcome.kind === 'failed' && (outcome.error as Error | null)?.name === 'ReplyError')
+        runIds.set(index, undefined);
     });
     refusal = sameServer(runIds);
     checked = true;
@@ -219,7 +228,8 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
       return refusal;
     },
     check() {
-      if (runIds.size < clients.length) checking ??= run();
+      // A master that does not answer is asked again, but not by every call while it is down.
+      if (runIds.size < clients.length && performance.now() - lastRun >= RECHECK_MS) checking ??= run();
       first ??= checking;
       return checked ? undefined : first;
     },

@@ -106,6 +106,39 @@ describe('RedLock clients that reach one redis-server twice', () => {
     await locker.close();
   });
 
+  it('asks a master that refuses INFO (ACL) once, not on every call', async () => {
+    const servers = nodes.masters.servers;
+    await Promise.all(
+      servers.map((server) =>
+        server.client().acl('SETUSER', 'noinfo', 'on', 'nopass', '~*', '&*', '+@all', '-info'),
+      ),
+    );
+    const clients = servers.map(
+      (server) =>
+        new Redis({ ...server.redisOptions, username: 'noinfo', password: 'x', enableReadyCheck: false }),
+    );
+    const refusedInfo = async () =>
+      Promise.all(
+        servers.map(async (server) => {
+          const line = (await server.client().info('commandstats'))
+            .split('\r\n')
+            .find((entry) => entry.startsWith('cmdstat_info:'));
+          return Number(line?.match(/rejected_calls=(\d+)/)?.[1] ?? 0);
+        }),
+      );
+    const before = await refusedInfo();
+    const locker = createRedlock({ clients, nodeTimeout: 200 });
+    for (let i = 0; i < 20; i++) {
+      const lock = await locker.acquire(freshKey('no-info'), { ttl: 10_000 });
+      await lock.release();
+    }
+    const after = await refusedInfo();
+    // Once by the check, once by the script that created the namespace's fence counter (its epoch stamp).
+    expect(after.map((count, i) => count - before[i]!)).toEqual([2, 2, 2]);
+    await locker.close();
+    for (const client of clients) client.disconnect();
+  });
+
   it('compares a master that did not answer the first check once it answers', async () => {
     const same = nodes.masters.servers[0]!;
     const proxy = await startProxy({ target: same });

@@ -156,4 +156,20 @@ describe('RedLock re-entry undo', () => {
     ).toMatchObject({ acquired: true, holds: 1 });
     expect(await protocol.release(client, resource, 'me', 'me')).toBe('released');
   });
+
+  it('undoes an attempt applied before concurrent attempts of the same owner', async () => {
+    const client = nodes.clients[0]!;
+    const resource = freshKey('undo-concurrent');
+    // Two re-entries of one owner (a Promise.all inside its critical section): B applied after A.
+    for (const attempt of ['outer', 'A', 'B'])
+      await protocol.acquire(client, resource, 'me', 10_000, { wait: 0, attempt });
+    expect(await protocol.undo!(client, resource, 'me', 'me', 'A')).toBe('held');
+    expect(await protocol.undo!(client, resource, 'me', 'me', 'B')).toBe('held');
+    expect(await holdsOn([client], resource)).toEqual([1]);
+    // A copy of A, resent after B was applied, counts no hold either.
+    expect(await protocol.acquire(client, resource, 'me', 10_000, { wait: 0, attempt: 'A' })).toMatchObject({
+      holds: 1,
+    });
+    expect(await protocol.release(client, resource, 'me', 'me')).toBe('released');
+  });
 });

@@ -1,4 +1,4 @@
-import { keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
+import { isWellFormedValue, keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
 import { KeyTemplateError, RequestKeyError } from './errors.js';
 
 /** Where a placeholder reads its value from. */
@@ -156,7 +156,15 @@ function placeholderValue(placeholder: KeyPlaceholder, sources: KeySources): str
           `the request has no value for {${placeholder.text}}, which the lock key needs`,
         );
   }
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') {
+    // Written to Redis as the bytes of U+FFFD, it would share a lock with other values.
+    if (!isWellFormedValue(value))
+      throw new RequestKeyError(
+        'ERR_LOCK_HTTP_BAD_VALUE',
+        `{${placeholder.text}} must be well-formed Unicode for the lock key, and it holds a lone UTF-16 surrogate`,
+      );
+    return value;
+  }
   if (
     (typeof value === 'number' && Number.isFinite(value)) ||
     typeof value === 'bigint' ||

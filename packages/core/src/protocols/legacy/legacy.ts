@@ -4,7 +4,7 @@ import { fenceCounter } from '../../fence-counter.js';
 import nextFenceLua from '../../next-fence.lua';
 import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
-import releaseIdsLua from '../../release-ids.lua';
+import recentIdsLua from '../../recent-ids.lua';
 import { LuaScript } from '../../script.js';
 import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
@@ -17,7 +17,7 @@ import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(nextFenceLua + ownerRecordLua + acquireLua);
-const releaseScript = new LuaScript(releaseIdsLua + ownerRecordLua + releaseLua);
+const releaseScript = new LuaScript(recentIdsLua + ownerRecordLua + releaseLua);
 const extendScript = new LuaScript(ownerRecordLua + extendLua);
 const inspectScript = new LuaScript(ownerRecordLua + inspectLua);
 

@@ -14,7 +14,7 @@
     ARGV[3] publish command: PUBLISH, or SPUBLISH on a cluster
     ARGV[4] release channel (same slot as KEYS[1])
     ARGV[5] release id, recorded (field releases) when it takes off one of several holds, so that
-            it is applied once however often it is sent (see release-ids.lua); '' for none
+            it is applied once however often it is sent (see recent-ids.lua); '' for none
 
   Output:
     0   released (keys deleted, message published)
@@ -33,12 +33,12 @@ local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'releases')
 if mine[1] ~= owner or mine[3] ~= token or not describes(record, lock, rcall('pttl', lock)) then
   return -1
 end
-if releaseApplied(mine[4], id) then
+if idsHave(mine[4], id) then
   return tonumber(mine[2])
 end
 if tonumber(mine[2]) > 1 then
   if id ~= '' then
-    rcall('hset', record, 'releases', releaseIdsWith(mine[4], id))
+    rcall('hset', record, 'releases', idsWith(mine[4], id))
   end
   return rcall('hincrby', record, 'holds', -1)
 end

@@ -3,7 +3,8 @@
 
   Input:
     KEYS[1] lock key: a hash of the owner's hold count (field = owner), the hold's fence (field
-            '') and the id of the last attempt applied for the owner (field NUL + owner)
+            '') and the ids of the last attempts applied for the owner (field NUL + owner, see
+            recent-ids.lua, prefixed to this script)
     KEYS[2] fence counter shared by the locks of a namespace (and slot): never expires; the
             script that creates it also writes its epoch stamp, KEYS[2] .. ":epoch" (same slot;
             nextFence comes from next-fence.lua, prefixed to this script)
@@ -63,9 +64,15 @@ end
 local held = rcall('hget', lock, owner)
 if held then
   local holds = tonumber(held)
-  if not fresh and (attempt == '' or rcall('hget', lock, attemptField) ~= attempt) then
-    holds = rcall('hincrby', lock, owner, 1)
-    rcall('hset', lock, attemptField, attempt)
+  if not fresh then
+    -- A copy of an attempt applied here (resent by the client) counts no second hold.
+    local applied = attempt ~= '' and rcall('hget', lock, attemptField)
+    if not idsHave(applied, attempt) then
+      holds = rcall('hincrby', lock, owner, 1)
+      if attempt ~= '' then
+        rcall('hset', lock, attemptField, idsWith(applied, attempt))
+      end
+    end
   end
   if pttl < ttl then
     rcall('pexpire', lock, ttl)

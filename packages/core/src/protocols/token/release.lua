@@ -13,10 +13,10 @@
     ARGV[2] publish command: PUBLISH, or SPUBLISH on a cluster
     ARGV[3] release channel (same slot as KEYS[1])
     ARGV[4] release id, recorded (field SOH) when it takes off one of several holds, so that it
-            is applied once however often it is sent (see release-ids.lua); '' for none
-    ARGV[5] acquire attempt id, for the undo of that attempt: the hold is taken off only if it
-            is the last attempt applied for the owner here (acquire.lua records it in field
-            NUL + owner); '' for a release of any hold
+            is applied once however often it is sent (see recent-ids.lua); '' for none
+    ARGV[5] acquire attempt id, for the undo of that attempt: the hold is taken off only if
+            that attempt was applied for the owner here (acquire.lua records the last ones in
+            field NUL + owner); '' for a release of any hold
 
   Output:
     0   released (key deleted, nobody queued)
@@ -33,17 +33,17 @@ if not holds then
 end
 -- The attempt may never have run here (it failed, or got no answer): the holds found are then
 -- the owner's earlier ones, still in use.
-if attempt ~= '' and redis.call('hget', lock, '\0' .. owner) ~= attempt then
+if attempt ~= '' and not idsHave(redis.call('hget', lock, '\0' .. owner), attempt) then
   return holds
 end
 -- Two HGETs, not one HMGET: HMGET is not in the command set the README gives ACL users.
 local applied = id ~= '' and redis.call('hget', lock, '\1')
-if releaseApplied(applied, id) then
+if idsHave(applied, id) then
   return holds
 end
 if holds > 1 then
   if id ~= '' then
-    redis.call('hset', lock, '\1', releaseIdsWith(applied, id))
+    redis.call('hset', lock, '\1', idsWith(applied, id))
   end
   return redis.call('hincrby', lock, owner, -1)
 end

@@ -11,7 +11,7 @@ import type {
   RenewalItem,
 } from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
-import releaseIdsLua from '../../release-ids.lua';
+import recentIdsLua from '../../recent-ids.lua';
 import { LuaScript } from '../../script.js';
 import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
@@ -24,9 +24,9 @@ import keepFenceLua from './keep-fence.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(nextFenceLua + acquireLua);
+const acquireScript = new LuaScript(nextFenceLua + recentIdsLua + acquireLua);
 const abandonScript = new LuaScript(nextFenceLua + handOnLua + abandonLua);
-const releaseScript = new LuaScript(nextFenceLua + handOnLua + releaseIdsLua + releaseLua);
+const releaseScript = new LuaScript(nextFenceLua + handOnLua + recentIdsLua + releaseLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
 const ADDRESSED = 'released:';
