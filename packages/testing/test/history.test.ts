@@ -175,6 +175,56 @@ describe('checkHistory', () => {
     ).toEqual([['regression', 'a', 'b']]);
   });
 
+  it('an extension moves the deadline, so an overlap inside the extended window is found', () => {
+    const extend = (at: number, deadline: number): HistoryEvent => ({
+      op: 'extend',
+      process: 'a',
+      lock: 'L',
+      at: ms(at),
+      fence: 1,
+      deadline: ms(deadline),
+    });
+    // a's first deadline is 40; extended at 30 to 100, it still believes it holds when b is granted at 60.
+    const verdict = checkHistory([
+      acquire('a', 10, 1, 40),
+      extend(30, 100),
+      acquire('b', 60, 2),
+      release('b', 70),
+    ]);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.overlaps.map((o) => [o.first.process, o.second.process, o.first.end])).toEqual([
+      ['a', 'b', ms(100)],
+    ]);
+    // An extension to a shorter lease ends the belief earlier; one after a release revives nothing.
+    expect(checkHistory([acquire('a', 10, 1, 100), extend(30, 50), acquire('b', 60, 2)]).ok).toBe(true);
+    expect(
+      checkHistory([acquire('a', 10, 1, 100), release('a', 20), extend(30, 200), acquire('b', 60, 2)]).ok,
+    ).toBe(true);
+    // A watchdog-renewed hold has no deadline to move: it runs until its release.
+    const renewed: HistoryEvent = { op: 'acquire', process: 'a', lock: 'L', at: ms(10), fence: 1 };
+    const stillRenewed = checkHistory([renewed, extend(30, 40), acquire('b', 60, 2), release('a', 80)]);
+    expect(stillRenewed.overlaps.map((o) => o.first.end)).toEqual([ms(80)]);
+  });
+
+  it('holds are told apart by owner: two owners of one process overlap, one owner in two processes re-enters', () => {
+    const owned = (event: HistoryEvent, owner: string): HistoryEvent => ({ ...event, owner });
+    const twoOwners = checkHistory([
+      owned(acquire('a', 10, 1), 'o1'),
+      owned(acquire('a', 20, 2), 'o2'),
+      owned(release('a', 30), 'o2'),
+      owned(release('a', 40), 'o1'),
+    ]);
+    expect(twoOwners.ok).toBe(false);
+    expect(twoOwners.overlaps.map((o) => [o.first.owner, o.second.owner])).toEqual([['o1', 'o2']]);
+    const handedOver = checkHistory([
+      owned(acquire('a', 10, 1), 'o1'),
+      owned(acquire('b', 20, 1), 'o1'),
+      owned(release('b', 30), 'o1'),
+      owned(release('a', 40), 'o1'),
+    ]);
+    expect(handedOver).toMatchObject({ ok: true, intervals: 1 });
+  });
+
   it('counts lost updates of the witness', () => {
     expect(checkHistory([], { witness: { expected: 10, actual: 7 } })).toMatchObject({
       ok: false,
@@ -215,6 +265,33 @@ describe('HistoryRecorder and readHistory', () => {
     expect(merged[1]).toMatchObject({ resource: 'account', accepted: true, fence: 1 });
     expect(typeof merged[0]!.at).toBe('bigint');
     expect(readHistory(join(dir, 'b.jsonl'))).toEqual(b.events);
+  });
+
+  it('records the owner, and an extension with the new validUntil of the handle, and reads them back', () => {
+    const recorder = new HistoryRecorder('w1', { file: join(dir, 'w1.jsonl') });
+    const lock = { key: 'L', owner: 'o1', fence: 3, validUntil: performance.now() + 100 };
+    const grant = recorder.acquired(lock);
+    lock.validUntil += 5_000;
+    const extension = recorder.extended(lock);
+    expect(extension).toMatchObject({ op: 'extend', lock: 'L', owner: 'o1', fence: 3 });
+    expect(extension.deadline! - grant.deadline!).toBeGreaterThan(ms(4_990));
+    recorder.wrote(lock, true);
+    recorder.released(lock);
+    recorder.lost(lock);
+    recorder.close();
+    const read = readHistory(dir);
+    expect(read).toEqual(recorder.events);
+    expect(read.map((event) => event.owner)).toEqual(['o1', 'o1', 'o1', 'o1', 'o1']);
+  });
+
+  it('still parses histories recorded without owners or extensions', () => {
+    const old = [
+      '{"op":"acquire","process":"a","lock":"L","at":"10","fence":1,"deadline":"40"}',
+      '{"op":"release","process":"a","lock":"L","at":"20"}',
+    ].join('\n');
+    const events = parseEvents(old);
+    expect(events[0]).toEqual({ op: 'acquire', process: 'a', lock: 'L', at: 10n, fence: 1, deadline: 40n });
+    expect(checkHistory(events).ok).toBe(true);
   });
 
   it('keeps events in memory without a file, and refuses a nameless process', () => {

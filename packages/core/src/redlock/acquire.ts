@@ -6,7 +6,7 @@ import { encodeTokens } from './composite-token.js';
 import { fanOut, type NodeOutcome, tally } from './fan-out.js';
 import { publishFence } from './fence.js';
 import type { QuorumContext } from './options.js';
-import { nthLargest, nthSmallest, stillValid, validityOf } from './quorum.js';
+import { nthLargest, nthSmallest, pastValidity, stillValid, validityOf } from './quorum.js';
 
 type Granted = AcquireReply & { acquired: true };
 
@@ -17,7 +17,9 @@ type Granted = AcquireReply & { acquired: true };
  * says (the engine adds it to its send time, taken just before). Anything less is undone
  * before answering: released where it was granted, and elsewhere as `releaseLeftovers` undoes
  * an attempt (a re-entry's undo takes nothing off the outer hold). A lost vote is a refusal when
- * the lock is busy and a `QuorumError` when too few masters answered (see `refusalOrError`).
+ * the lock is busy and a `QuorumError` when too few masters answered (see `refusalOrError`); a
+ * majority that granted only after the validity ended is a `QuorumError` whose `cause` says so,
+ * thrown once the grant is undone.
  */
 export async function acquireOnQuorum(
   context: QuorumContext,
@@ -56,7 +58,8 @@ export async function acquireOnQuorum(
       holds > 1 && keepFence(context, resource, owner, fence, outcomes),
     ]);
     const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
-    if (publication.published && stillValid(validity, context.clock() - start)) {
+    const elapsed = context.clock() - start;
+    if (publication.published && stillValid(validity, elapsed)) {
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
     await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });
@@ -70,7 +73,18 @@ export async function acquireOnQuorum(
         publication.timedOut,
       );
     }
-    return { acquired: false, remaining: -1 };
+    // Not busy: a majority granted it, so waiting for a holder would wait on nobody. The masters
+    // answered too slowly for the ttl (or the clock jumped), which the caller must be told.
+    const { ok, failed, timedOut } = tally(outcomes);
+    throw new QuorumError(
+      resource,
+      quorum,
+      grants.length,
+      ok - grants.length,
+      failed,
+      timedOut,
+      pastValidity('granted', elapsed, validity),
+    );
   }
 
   await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });

@@ -5,7 +5,7 @@ import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, encodeTokens, fallbackToken, type NodeTokens } from './composite-token.js';
 import { fanOut, tally } from './fan-out.js';
 import type { QuorumContext } from './options.js';
-import { stillValid, validityOf } from './quorum.js';
+import { pastValidity, stillValid, validityOf } from './quorum.js';
 
 /** Leases renewed by one script call on one master, so a large renewal never blocks a server for long. */
 const RENEWAL_CHUNK = 500;
@@ -86,10 +86,7 @@ async function extendChunk(
       }
       // Not lost, not renewed in time: an outage, not a loss. The lease stays as it is, and ends
       // by its validity unless a later renewal succeeds.
-      const late =
-        agreed >= quorum
-          ? { cause: new Error(`renewed ${Math.round(elapsed)} ms in, past the validity of ${validity} ms`) }
-          : undefined;
+      const late = agreed >= quorum ? pastValidity('renewed', elapsed, validity) : undefined;
       results[i] = new QuorumError(item.resource, quorum, agreed, refused, failed, timedOut, late);
       return undefined;
     }),

@@ -1,12 +1,14 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QuorumError } from '../../src/errors.js';
 import { createRedlock } from '../../src/redlock/index.js';
 import { driftOf, nthLargest } from '../../src/redlock/quorum.js';
 import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
 
 // S4: a lease is certainly held for ttl − drift counted from the attempt's start (the backend
 // contract: the engine adds it to the time it sent the attempt), and granted only while
-// ttl − elapsed − drift > 0: never a grant that has already ended, never time counted twice.
+// ttl − elapsed − drift > 0: never a grant that has already ended, never time counted twice. A
+// grant that came too late is undone and reported as such (QuorumError), not as a busy lock.
 let nodes: Nodes;
 beforeAll(async () => {
   nodes = await startNodes(3);
@@ -52,7 +54,7 @@ async function majorityHeldUntil(clients: readonly Redis[], resource: string): P
 
 describe('RedLock validity accounting', () => {
   it.each([100, 1_000, 10_000])(
-    'with ttl %i grants ttl − drift while ttl − elapsed − drift > 0, and refuses from 0',
+    'with ttl %i grants ttl − drift while ttl − elapsed − drift > 0, and from 0 undoes it and says it came too late',
     async (ttl) => {
       const drift = driftOf(ttl, 0.01);
       const resource = freshKey('validity');
@@ -64,10 +66,12 @@ describe('RedLock validity accounting', () => {
       }
       for (const elapsed of [ttl - drift, ttl]) {
         const tooSlow = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed) });
-        expect(await tooSlow.acquire(resource, 'me', ttl), `elapsed ${elapsed}`).toEqual({
-          acquired: false,
-          remaining: -1,
-        });
+        const error = await tooSlow.acquire(resource, 'me', ttl).catch((caught: unknown) => caught);
+        expect(error, `elapsed ${elapsed}`).toBeInstanceOf(QuorumError);
+        expect(error).toMatchObject({ agreed: 3, refused: 0, failed: 0, timedOut: 0 });
+        expect(String((error as QuorumError).cause)).toBe(
+          `Error: granted ${elapsed} ms in, past the validity of ${ttl - drift} ms`,
+        );
         expect(await ownersOn(nodes.clients, resource)).toEqual([null, null, null]);
       }
     },
@@ -92,13 +96,16 @@ describe('RedLock validity accounting', () => {
     if (grant.acquired) await backend.release(resource, 'me', grant.token);
   });
 
-  it('refuses, and cleans every node, when a paused master makes the attempt outlast the ttl', async () => {
+  it('undoes the grant on every node, and says it came too late, when a paused master makes the attempt outlast the ttl', async () => {
     const backend = backendOver(nodes.clients, { nodeTimeout: 400 });
     const resource = freshKey('validity-paused');
     const paused = nodes.masters.servers[2]!;
     paused.pause();
     try {
-      expect(await backend.acquire(resource, 'me', 300)).toEqual({ acquired: false, remaining: -1 });
+      const error = await backend.acquire(resource, 'me', 300).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(QuorumError);
+      expect(error).toMatchObject({ agreed: 2, refused: 0, failed: 0, timedOut: 1 });
+      expect(String((error as QuorumError).cause)).toContain('past the validity of 295 ms');
       expect(await ownersOn(nodes.clients.slice(0, 2), resource)).toEqual([null, null]);
     } finally {
       paused.resume();

@@ -3,13 +3,15 @@ import type { HistoryEvent } from './events.js';
 /** A believed-held interval: from a grant to the first of release, loss and deadline, stretched to its last accepted write. */
 export interface HeldInterval {
   readonly process: string;
+  /** The owner that held it, when its grant recorded one. */
+  readonly owner?: string;
   readonly lock: string;
   readonly start: bigint;
   /** When the holder stopped believing it held the lock (release, loss or deadline). */
   readonly believedEnd: bigint;
   /**
    * The end of its effects: `believedEnd`, or later when the resource accepted a write of this
-   * process after it and before the process's next grant (a zombie's write lands there).
+   * holder after it and before the holder's next grant (a zombie's write lands there).
    */
   readonly end: bigint;
   readonly fence: number | undefined;
@@ -89,7 +91,7 @@ export function checkHistory(
     // A hold without a fence says nothing about order, so it must not hide a regression across it.
     let fenced: HeldInterval | undefined;
     for (const interval of held) {
-      if (reaching && reaching.process !== interval.process && reaching.end - interval.start > epsilon) {
+      if (reaching && holderOf(reaching) !== holderOf(interval) && reaching.end - interval.start > epsilon) {
         overlaps.push({
           lock: interval.lock,
           first: reaching,
@@ -131,12 +133,13 @@ export function checkHistory(
 }
 
 /**
- * Pairs each process's grants with what ended them. Re-entries (a grant while already held)
- * deepen the hold; only the last release ends it. A hold never ended (the process died or the
- * log stops) runs to its deadline, or forever without one. An accepted write stretches the
- * process's current hold, else its last ended one: a zombie's write that lands after the loss
- * or release is exactly the effect that outlives a belief. A grant whose deadline had passed
- * before it came back was never believed, so unless a write stretched it, it holds nothing.
+ * Pairs each holder's grants with what ended them. Re-entries (a grant while already held)
+ * deepen the hold; only the last release ends it. An extension moves the hold's deadline. A
+ * hold never ended (the process died or the log stops) runs to its deadline, or forever without
+ * one. An accepted write stretches the holder's current hold, else its last ended one: a
+ * zombie's write that lands after the loss or release is exactly the effect that outlives a
+ * belief. A grant whose deadline had passed before it came back was never believed, so unless
+ * a write or an extension stretched it, it holds nothing.
  */
 function heldIntervals(ordered: readonly HistoryEvent[]): {
   intervals: HeldInterval[];
@@ -144,16 +147,20 @@ function heldIntervals(ordered: readonly HistoryEvent[]): {
 } {
   const intervals: { -readonly [K in keyof HeldInterval]: HeldInterval[K] }[] = [];
   const unheldWrites: HistoryEvent[] = [];
-  const open = new Map<string, { grant: HistoryEvent; depth: number; lastWrite: bigint | undefined }>();
+  const open = new Map<
+    string,
+    { grant: HistoryEvent; depth: number; deadline: bigint | undefined; lastWrite: bigint | undefined }
+  >();
   const ended = new Map<string, (typeof intervals)[number]>();
   const close = (id: string, at: bigint) => {
     const hold = open.get(id);
     if (!hold) return;
     open.delete(id);
-    const { grant, lastWrite } = hold;
-    const believedEnd = grant.deadline !== undefined && grant.deadline < at ? grant.deadline : at;
+    const { grant, deadline, lastWrite } = hold;
+    const believedEnd = deadline !== undefined && deadline < at ? deadline : at;
     const interval = {
       process: grant.process,
+      ...(grant.owner === undefined ? {} : { owner: grant.owner }),
       lock: grant.lock,
       start: grant.at,
       believedEnd,
@@ -164,11 +171,17 @@ function heldIntervals(ordered: readonly HistoryEvent[]): {
     ended.set(id, interval);
   };
   for (const event of ordered) {
-    const id = `${event.process}\u0000${event.lock}`;
+    const id = `${holderOf(event)}\u0000${event.lock}`;
     const hold = open.get(id);
     if (event.op === 'acquire') {
       if (hold) hold.depth += 1;
-      else open.set(id, { grant: event, depth: 1, lastWrite: undefined });
+      else open.set(id, { grant: event, depth: 1, deadline: event.deadline, lastWrite: undefined });
+    } else if (event.op === 'extend') {
+      // An extension that came back after the deadline still found the key this owner's, so a
+      // grant to another holder in that gap is itself a violation: the hold runs on through it. A hold without a deadline is
+      // renewed by its watchdog and keeps having none. An ended hold is not revived: extend()
+      // rejects once the lock is lost or released.
+      if (hold?.deadline !== undefined) hold.deadline = event.deadline;
     } else if (event.op === 'release') {
       if (hold && --hold.depth === 0) close(id, event.at);
     } else if (event.op === 'lost') {
@@ -207,6 +220,11 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string
     else groups.set(key, [item]);
   }
   return groups;
+}
+
+// Core counts re-entry per owner, in any process; histories without owners know only processes.
+function holderOf(event: Pick<HistoryEvent, 'process' | 'owner'>): string {
+  return event.owner === undefined ? `process\u0000${event.process}` : `owner\u0000${event.owner}`;
 }
 
 // Math.min and Math.max take no bigints.

@@ -5,19 +5,29 @@
 export interface HistoryEvent {
   /**
    * `acquire`: the lock was granted (at = when the grant came back). `release`: the holder gave
-   * it up (at = when release was called). `lost`: the holder learned it was lost. `write`: the
-   * holder wrote to the protected resource (at = when the write came back).
+   * it up (at = when release was called). `lost`: the holder learned it was lost. `extend`: the
+   * holder's lease was extended (at = when the extension came back). `write`: the holder wrote
+   * to the protected resource (at = when the write came back).
    */
-  readonly op: 'acquire' | 'release' | 'lost' | 'write';
+  readonly op: 'acquire' | 'release' | 'lost' | 'extend' | 'write';
   /** The process or worker that did it. */
   readonly process: string;
+  /**
+   * The lock's owner identity (`Lock.owner`). Holds are told apart by owner, as the lock counts
+   * re-entry per owner; events without one (histories recorded before owners were) fall back to
+   * the process.
+   */
+  readonly owner?: string;
   /** The lock's name. */
   readonly lock: string;
   /** `process.hrtime.bigint()` of the event, in ns. */
   readonly at: bigint;
   /** The fence of the hold (acquire), or the one the write carried (write). */
   readonly fence?: number;
-  /** acquire: hrtime (ns) when the holder's belief ends unless renewed: its `validUntil`. */
+  /**
+   * acquire, extend: hrtime (ns) when the holder's belief ends unless renewed: its `validUntil`
+   * (after the extension, for extend).
+   */
   readonly deadline?: bigint;
   /** write: whether the resource accepted it. */
   readonly accepted?: boolean;
@@ -41,7 +51,7 @@ export function parseEvents(jsonl: string, source = 'history'): HistoryEvent[] {
     } catch {
       throw new SyntaxError(`${source} line ${index + 1} is not JSON: ${line.slice(0, 80)}`);
     }
-    const ops = ['acquire', 'release', 'lost', 'write'];
+    const ops = ['acquire', 'release', 'lost', 'extend', 'write'];
     if (!ops.includes(raw.op as string) || typeof raw.process !== 'string' || typeof raw.lock !== 'string') {
       throw new SyntaxError(`${source} line ${index + 1} is not a history event: ${line.slice(0, 80)}`);
     }

@@ -14,6 +14,8 @@ export interface HistoryRecorderOptions {
 /** What `acquired` needs of a held lock: `@lock/core`'s `Lock` fits. */
 export interface HeldLock {
   readonly key: string;
+  /** Recorded on every event when present, so two owners in one process are told apart. */
+  readonly owner?: string;
   readonly fence: number;
   /** `performance.now()` deadline of the hold. */
   readonly validUntil: number;
@@ -59,27 +61,42 @@ export class HistoryRecorder {
   acquired(lock: HeldLock, options: { renewed?: boolean } = {}): HistoryEvent {
     return this.record({
       op: 'acquire',
-      lock: lock.key,
+      ...holder(lock),
       fence: lock.fence,
       ...(options.renewed ? {} : { deadline: hrtimeOf(lock.validUntil) }),
     });
   }
 
+  /**
+   * A successful `extend()` of `lock`, now (call it when extend resolves): the hold's deadline
+   * becomes the handle's new `validUntil`. Recording it as another grant would count as a
+   * re-entry and keep the first deadline. A hold recorded with `{ renewed: true }` keeps having
+   * none.
+   */
+  extended(lock: HeldLock): HistoryEvent {
+    return this.record({
+      op: 'extend',
+      ...holder(lock),
+      fence: lock.fence,
+      deadline: hrtimeOf(lock.validUntil),
+    });
+  }
+
   /** Giving up `lock`, now (call it before `release()`: the belief ends when release starts). */
-  released(lock: Pick<HeldLock, 'key'>): HistoryEvent {
-    return this.record({ op: 'release', lock: lock.key });
+  released(lock: Pick<HeldLock, 'key' | 'owner'>): HistoryEvent {
+    return this.record({ op: 'release', ...holder(lock) });
   }
 
   /** Learning that `lock` was lost, now. */
-  lost(lock: Pick<HeldLock, 'key'>): HistoryEvent {
-    return this.record({ op: 'lost', lock: lock.key });
+  lost(lock: Pick<HeldLock, 'key' | 'owner'>): HistoryEvent {
+    return this.record({ op: 'lost', ...holder(lock) });
   }
 
   /** A write to the protected resource that just came back, accepted or refused, with the fence it carried. */
-  wrote(lock: Pick<HeldLock, 'key' | 'fence'>, accepted: boolean, resource?: string): HistoryEvent {
+  wrote(lock: Pick<HeldLock, 'key' | 'owner' | 'fence'>, accepted: boolean, resource?: string): HistoryEvent {
     return this.record({
       op: 'write',
-      lock: lock.key,
+      ...holder(lock),
       fence: lock.fence,
       accepted,
       ...(resource === undefined ? {} : { resource }),
@@ -92,6 +109,10 @@ export class HistoryRecorder {
     closeSync(this.fd);
     this.fd = undefined;
   }
+}
+
+function holder(lock: Pick<HeldLock, 'key' | 'owner'>): { lock: string; owner?: string } {
+  return { lock: lock.key, ...(lock.owner === undefined ? {} : { owner: lock.owner }) };
 }
 
 /** Reads and merges histories: JSON-lines files, or every `*.jsonl` file of a directory. */
