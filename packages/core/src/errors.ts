@@ -240,3 +240,24 @@ function describe(value: unknown): string {
     return typeof value;
   }
 }
+
+/** Codes of the failures that say Redis could not serve an acquisition, whoever holds the lock. */
+const UNAVAILABLE_CODES: readonly unknown[] = [
+  'ERR_LOCK_UNAVAILABLE',
+  'ERR_LOCK_QUORUM',
+  'ERR_LOCK_NOT_REPLICATED',
+];
+
+/**
+ * Whether an acquisition failed because Redis could not serve it, not because the lock is busy:
+ * unreachable, too slow or unable to serve (`LockUnavailableError`, RedLock's `QuorumError`
+ * included), or no replica confirmed the grant in time (`ReplicationError`). What the HTTP
+ * adapters answer with 503, the GraphQL directive with `LOCK_UNAVAILABLE` and `@lock/otel` records
+ * as `unavailable`. By code as well as by class: two copies of the package may be installed.
+ */
+export function isUnavailable(error: unknown): error is LockUnavailableError | ReplicationError {
+  return (
+    error instanceof LockUnavailableError ||
+    UNAVAILABLE_CODES.includes((error as { code?: unknown } | null)?.code)
+  );
+}

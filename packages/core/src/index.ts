@@ -38,6 +38,7 @@ export {
   AcquireTimeoutError,
   InvalidKeyError,
   InvalidOptionError,
+  isUnavailable,
   LOCK_ERROR_CODES,
   LockAbortError,
   LockBusyError,

@@ -1,6 +1,7 @@
 import {
   type AcquireTimeoutError,
   type InvalidKeyError,
+  isUnavailable,
   type LockBusyError,
   RETRY_AFTER_UNKNOWN,
   retryAfterSeconds,
@@ -33,6 +34,7 @@ export function acquireFailure(
   coordinate: string,
   http: Required<HttpStatusOptions> | undefined,
 ): unknown {
+  if (isUnavailable(error)) return unavailableError(coordinate, http, error);
   switch ((error as { code?: unknown } | null)?.code) {
     case 'ERR_LOCK_BUSY':
     case 'ERR_LOCK_ACQUIRE_TIMEOUT':
@@ -49,21 +51,26 @@ export function acquireFailure(
         { code: LockedErrorCode.ABORTED },
         error,
       );
-    case 'ERR_LOCK_UNAVAILABLE':
-    case 'ERR_LOCK_QUORUM':
-    case 'ERR_LOCK_NOT_REPLICATED':
     case 'ERR_LOCK_CLOSED':
-      return fieldError(
-        `${coordinate} could not be locked: the lock service is unavailable`,
-        {
-          code: LockedErrorCode.LOCK_UNAVAILABLE,
-          ...(http && { http: httpHead(http.unavailable, RETRY_AFTER_UNKNOWN) }),
-        },
-        error,
-      );
+      return unavailableError(coordinate, http, error);
     default:
       return error;
   }
+}
+
+function unavailableError(
+  coordinate: string,
+  http: Required<HttpStatusOptions> | undefined,
+  error: unknown,
+): GraphQLError {
+  return fieldError(
+    `${coordinate} could not be locked: the lock service is unavailable`,
+    {
+      code: LockedErrorCode.LOCK_UNAVAILABLE,
+      ...(http && { http: httpHead(http.unavailable, RETRY_AFTER_UNKNOWN) }),
+    },
+    error,
+  );
 }
 
 /** A template segment the input left empty: nothing is locked and the resolver does not run. */

@@ -1,4 +1,4 @@
-import { LockUnavailableError } from '@lock/core';
+import { isUnavailable } from '@lock/core';
 
 /** How an acquire call ended, as `lock.outcome` records it. */
 export type AcquireOutcome = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'unavailable' | 'error';
@@ -8,15 +8,10 @@ const FAILURES: Readonly<Record<string, AcquireOutcome>> = {
   ERR_LOCK_BUSY: 'busy',
   ERR_LOCK_ACQUIRE_TIMEOUT: 'timeout',
   ABORT_ERR: 'aborted',
-  ERR_LOCK_UNAVAILABLE: 'unavailable',
-  ERR_LOCK_QUORUM: 'unavailable',
-  // No replica confirmed it in time: replicas down or lagging, answered as unavailable by the adapters.
-  ERR_LOCK_NOT_REPLICATED: 'unavailable',
 };
 
 export function failureOutcome(error: unknown): AcquireOutcome {
-  // Subclasses of LockUnavailableError may bring codes of their own.
-  if (error instanceof LockUnavailableError) return 'unavailable';
+  if (isUnavailable(error)) return 'unavailable';
   return FAILURES[errorType(error)] ?? 'error';
 }
 

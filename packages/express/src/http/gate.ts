@@ -1,8 +1,8 @@
-import type { Lock } from '@lock/core';
+import { isUnavailable, type Lock } from '@lock/core';
 import { LockHttpWarning, RequestKeyError } from './errors.js';
 import type { KeySources } from './key-template.js';
 import type { LockSettings } from './options.js';
-import { busyRefusal, isBusy, isUnavailable, type LockRefusal, unavailableRefusal } from './refusal.js';
+import { busyRefusal, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
 import { keyOf } from './request-key.js';
 import { type ClosableRequest, type ClosableResponse, lockForResponse } from './response-lock.js';
 import { WarnOnce } from './warnings.js';

@@ -2,7 +2,7 @@ import {
   type AcquireTimeoutError,
   type LockBusyError,
   type LockError,
-  LockUnavailableError,
+  type LockUnavailableError,
   RETRY_AFTER_UNKNOWN,
   type ReplicationError,
   retryAfterSeconds,
@@ -79,8 +79,6 @@ export function unavailableRefusal(error: LockUnavailableError | ReplicationErro
 }
 
 const BUSY = new Set(['ERR_LOCK_BUSY', 'ERR_LOCK_ACQUIRE_TIMEOUT']);
-// A lock no replica confirmed in time was given back: replicas down or lagging, as transient as Redis down.
-const UNAVAILABLE = new Set(['ERR_LOCK_UNAVAILABLE', 'ERR_LOCK_QUORUM', 'ERR_LOCK_NOT_REPLICATED']);
 
 // By code as well as by class: two copies of @lock/core may be installed side by side.
 function codeOf(error: unknown): unknown {
@@ -90,9 +88,4 @@ function codeOf(error: unknown): unknown {
 /** `LockBusyError` or `AcquireTimeoutError`. */
 export function isBusy(error: unknown): error is LockBusyError | AcquireTimeoutError {
   return BUSY.has(codeOf(error) as string);
-}
-
-/** Redis unreachable or too slow (`LockUnavailableError`, RedLock's `QuorumError` included), or no replica confirmed the lock. */
-export function isUnavailable(error: unknown): error is LockUnavailableError | ReplicationError {
-  return error instanceof LockUnavailableError || UNAVAILABLE.has(codeOf(error) as string);
 }
