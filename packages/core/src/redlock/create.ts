@@ -2,12 +2,8 @@ import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engi
 import { refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
 import { backendOn } from './backend.js';
-import {
-  type DistinctServers,
-  distinctServers,
-  type QuorumBackendOptions,
-  resolveQuorumOptions,
-} from './options.js';
+import { type DistinctServers, distinctServers } from './distinct-servers.js';
+import { type QuorumBackendOptions, resolveQuorumOptions } from './options.js';
 
 /** Options of `createRedlock`: the masters and how to poll them, plus the engine's defaults. */
 export interface RedlockOptions extends QuorumBackendOptions, EngineOptions {
