@@ -56,7 +56,12 @@ export {
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
-export { isWellFormedValue, keyValueEscaper } from './key-value-escaper.js';
+export {
+  isWellFormedValue,
+  type KeyTemplatePart,
+  keyTemplateEscaper,
+  keyValueEscaper,
+} from './key-value-escaper.js';
 export type {
   AcquireReply,
   AttemptContext,

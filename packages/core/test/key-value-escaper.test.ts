@@ -1,4 +1,4 @@
-import { InvalidOptionError, keyValueEscaper } from '@lock/core';
+import { InvalidOptionError, keyTemplateEscaper, keyValueEscaper } from '@lock/core';
 import { describe, expect, it } from 'vitest';
 import { AWKWARD_NAMES } from './scenarios/support/awkward-names.js';
 
@@ -53,5 +53,35 @@ describe('keyValueEscaper', () => {
     expect(() => keyValueEscaper([separator])).toThrow(
       `invalid option "separators": ${JSON.stringify(separator)}`,
     );
+  });
+});
+
+describe('keyTemplateEscaper', () => {
+  const refuse = (why: string) => new Error(`template ${why}`);
+  const user = { text: 'params.user' };
+  const sku = { text: 'params.sku' };
+
+  it("escapes each literal's first character between two values, so pairs never share a key", () => {
+    const escapeValue = keyTemplateEscaper(['cart/', user, '/', sku, '.json'], refuse);
+    expect(escapeValue('a/b:c')).toBe('a\\/b\\:c');
+    expect(keysOfPairs((a, b) => `cart/${escapeValue(a)}/${escapeValue(b)}.json`).size).toBe(
+      VALUES.length ** 2,
+    );
+  });
+
+  it('does not escape the text after the last value, which never ends one', () => {
+    expect(keyTemplateEscaper(['order:', user, '.json'], refuse)('a.b')).toBe('a.b');
+  });
+
+  it.each([
+    [[user, sku], 'template has {params.user}{params.sku} side by side'],
+    [['cart:', user, '\\x', sku], 'template has a backslash right after {params.user}'],
+    [[`${'k'.repeat(4_095)}:`, user], 'template makes keys longer than the 4096 bytes a locker takes'],
+  ])('refuses %j through the caller’s error', (parts, message) => {
+    expect(() => keyTemplateEscaper(parts, refuse)).toThrow(message);
+  });
+
+  it('takes the longest text that leaves room for one byte per value', () => {
+    expect(keyTemplateEscaper([`${'k'.repeat(4_094)}:`, user], refuse)('x')).toBe('x');
   });
 });

@@ -49,10 +49,13 @@ describe('key templates', () => {
     ['order:{params.a.b}', '{params.a.b}: params are flat, name one of them'],
     [
       'order:{params.a}{params.b}',
-      'the placeholder at position 16 follows another with nothing between them',
+      'it has {params.a}{params.b} side by side: put a separator between them, or their values could not be told apart',
     ],
     ['order:{headers.a.b}', '{headers.a.b}: headers are flat, name one of them'],
-    ['order:{params.a}\\{params.b}', 'the backslash after {params.a} could not be told from an escape'],
+    [
+      'order:{params.a}\\{params.b}',
+      'it has a backslash right after {params.a}: its values could not be told apart',
+    ],
   ])('refuses %j with a KeyTemplateError naming why', (template, why) => {
     expect(() => parseKeyTemplate(template)).toThrow(
       expect.objectContaining({
@@ -71,7 +74,7 @@ describe('key templates', () => {
       expect.objectContaining({
         name: 'KeyTemplateError',
         message: expect.stringContaining(
-          'its text alone makes keys longer than the 4096 bytes a locker takes',
+          'it makes keys longer than the 4096 bytes a locker takes by its text alone',
         ),
       }),
     );

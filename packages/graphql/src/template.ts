@@ -1,4 +1,4 @@
-import { isWellFormedValue, keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
+import { isWellFormedValue, keyTemplateEscaper } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -75,14 +75,7 @@ export function parseTemplate(
   literal += template.slice(from);
   if (literal) parts.push(literal);
   if (parts.length === 0) throw refuse('is empty');
-  // Over the locker's limit with every value one byte long: every call would be refused.
-  const shortest = parts.reduce(
-    (bytes, part) => bytes + (typeof part === 'string' ? Buffer.byteLength(part) : 1),
-    0,
-  );
-  if (shortest > MAX_KEY_BYTES)
-    throw refuse(`makes keys longer than the ${MAX_KEY_BYTES} bytes a locker takes by its text alone`);
-  const escapeValue = keyValueEscaper(separators(parts, refuse));
+  const escapeValue = keyTemplateEscaper(parts, refuse);
   return {
     build(args, context, info) {
       let key = '';
@@ -91,27 +84,6 @@ export function parseTemplate(
       return key;
     },
   };
-}
-
-/** The first character of each literal between two segments; refuses what no escaping can split. */
-function separators(parts: readonly Part[], refuse: (why: string) => Error): string[] {
-  const found: string[] = [];
-  parts.forEach((part, i) => {
-    const next = parts[i + 1];
-    if (typeof part === 'string' || next === undefined) return;
-    if (typeof next !== 'string')
-      throw refuse(
-        `has {${part.text}}{${next.text}} side by side: put a separator between them, or their values could not be told apart`,
-      );
-    if (parts[i + 2] === undefined) return;
-    // In the value before it, a backslash starts an escape: as a separator it would be ambiguous.
-    if (next.startsWith('\\'))
-      throw refuse(
-        `has a backslash right after {${part.text}}: its values could not be told apart, start the separator with another character`,
-      );
-    found.push(String.fromCodePoint(next.codePointAt(0) as number));
-  });
-  return found;
 }
 
 function parseSegment(

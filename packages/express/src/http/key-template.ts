@@ -1,4 +1,4 @@
-import { isWellFormedValue, keyValueEscaper, MAX_KEY_BYTES } from '@lock/core';
+import { isWellFormedValue, keyTemplateEscaper } from '@lock/core';
 import { KeyTemplateError, RequestKeyError } from './errors.js';
 
 /** Where a placeholder reads its value from. */
@@ -50,13 +50,6 @@ export function parseKeyTemplate(template: string): KeyTemplate {
       break;
     }
     if (open > at) parts.push(template.slice(at, open));
-    else if (parts.length > 0) {
-      // `{params.a}{params.b}` gives /1/23 and /12/3 one key.
-      throw new KeyTemplateError(
-        template,
-        `the placeholder at position ${open} follows another with nothing between them: their values could not be told apart`,
-      );
-    }
     const close = template.indexOf('}', open);
     const nested = template.indexOf('{', open + 1);
     if (close === -1 || (nested !== -1 && nested < close)) {
@@ -65,37 +58,13 @@ export function parseKeyTemplate(template: string): KeyTemplate {
     parts.push(placeholder(template, template.slice(open + 1, close)));
     at = close + 1;
   }
-  // Over the locker's limit with every value one byte long: every request would be refused.
-  const shortest = parts.reduce(
-    (bytes, part) => bytes + (typeof part === 'string' ? Buffer.byteLength(part) : 1),
-    0,
-  );
-  if (shortest > MAX_KEY_BYTES) {
-    throw new KeyTemplateError(
-      template,
-      `its text alone makes keys longer than the ${MAX_KEY_BYTES} bytes a locker takes`,
-    );
-  }
   const sources = new Set(parts.flatMap((part) => (typeof part === 'string' ? [] : [part.source])));
-  return { template, parts, sources, escape: keyValueEscaper(separators(template, parts)) };
-}
-
-/** The first character of each literal between two placeholders: where a value ends. */
-function separators(template: string, parts: readonly (string | KeyPlaceholder)[]): string[] {
-  const found: string[] = [];
-  for (let i = 1; i < parts.length - 1; i++) {
-    const literal = parts[i];
-    if (typeof literal !== 'string' || typeof parts[i - 1] === 'string') continue;
-    // Read from the left, a backslash after a value starts an escape, not the next part.
-    if (literal.startsWith('\\')) {
-      throw new KeyTemplateError(
-        template,
-        `the backslash after {${(parts[i - 1] as KeyPlaceholder).text}} could not be told from an escape in its value: start the separator with another character`,
-      );
-    }
-    found.push(String.fromCodePoint(literal.codePointAt(0) as number));
-  }
-  return found;
+  return {
+    template,
+    parts,
+    sources,
+    escape: keyTemplateEscaper(parts, (why) => new KeyTemplateError(template, `it ${why}`)),
+  };
 }
 
 function placeholder(template: string, text: string): KeyPlaceholder {
