@@ -188,6 +188,16 @@ export function unavailable(error: unknown, key: string, operation: string): unk
 }
 
 /**
+ * The `cause` of a `LockUnavailableError` (a `QuorumError` for RedLock) for a grant or renewal
+ * Redis answered only after its validity had ended, `elapsed` ms after it was sent: the lock was
+ * there to take, but Redis or the network was too slow for the ttl, which neither a refusal (a
+ * busy lock) nor a silent server would tell the caller.
+ */
+export function pastValidity(what: 'granted' | 'renewed', elapsed: number, validity: number): ErrorOptions {
+  return { cause: new Error(`${what} ${Math.round(elapsed)} ms in, past the validity of ${validity} ms`) };
+}
+
+/**
  * `call` bounded by `timeout` ms, failing to reach Redis turned into `LockUnavailableError`
  * (naming `key` and `operation`). What the engine does for each of its own round trips; exported
  * for packages that send commands of their own beside it.

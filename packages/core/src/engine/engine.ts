@@ -15,7 +15,7 @@ import {
 import type { AttemptContext, HandedGrant, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { bounded, isUnreachable, redacted, unavailable, withDeadline } from './deadline.js';
+import { bounded, isUnreachable, pastValidity, redacted, unavailable, withDeadline } from './deadline.js';
 import {
   type AcquireEvent,
   type AcquireTraceContext,
@@ -638,6 +638,12 @@ class Engine implements Locker {
           await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
           // The reply came back after the lease it granted could have ended: never hand that out.
+          // The key was free, so past the wait this is Redis being too slow, not a busy lock.
+          unreachable = new LockUnavailableError(
+            request.key,
+            'acquire',
+            pastValidity('granted', this.clock() - sentAt, attempt.validity),
+          );
           remaining = -1;
         } else {
           remaining = attempt.remaining;
@@ -647,7 +653,7 @@ class Engine implements Locker {
           }
         }
         const waited = this.clock() - started;
-        if (request.wait === 0) throw new LockBusyError(request.key, remaining);
+        if (request.wait === 0) throw unreachable ?? new LockBusyError(request.key, remaining);
         if (waited >= request.wait) {
           if (unreachable) throw unreachable;
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);

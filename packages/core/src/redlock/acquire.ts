@@ -1,4 +1,5 @@
 import type { BackendGrant, BackendRefusal } from '../backend.js';
+import { pastValidity } from '../engine/deadline.js';
 import { QuorumError } from '../errors.js';
 import type { AcquireReply, AttemptContext } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
@@ -6,7 +7,7 @@ import { encodeTokens } from './composite-token.js';
 import { fanOut, type NodeOutcome, tally } from './fan-out.js';
 import { publishFence } from './fence.js';
 import type { QuorumContext } from './options.js';
-import { nthLargest, nthSmallest, pastValidity, stillValid, validityOf } from './quorum.js';
+import { nthLargest, nthSmallest, stillValid, validityOf } from './quorum.js';
 
 type Granted = AcquireReply & { acquired: true };
 

@@ -1,11 +1,12 @@
 import type { BackendExtension } from '../backend.js';
+import { pastValidity } from '../engine/deadline.js';
 import { QuorumError } from '../errors.js';
 import type { RenewalItem } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, encodeTokens, fallbackToken, type NodeTokens } from './composite-token.js';
 import { fanOut, tally } from './fan-out.js';
 import type { QuorumContext } from './options.js';
-import { pastValidity, stillValid, validityOf } from './quorum.js';
+import { stillValid, validityOf } from './quorum.js';
 
 /** Leases renewed by one script call on one master, so a large renewal never blocks a server for long. */
 const RENEWAL_CHUNK = 500;

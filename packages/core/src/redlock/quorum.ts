@@ -30,15 +30,6 @@ export function stillValid(validity: number, elapsed: number): boolean {
 }
 
 /**
- * The `cause` of a `QuorumError` for a majority that answered only after the validity had ended,
- * `elapsed` ms into the round (`what` it did: granted, renewed): the masters agreed but were too
- * slow for the ttl, which neither a refusal nor a silent master would tell the caller.
- */
-export function pastValidity(what: 'granted' | 'renewed', elapsed: number, validity: number): ErrorOptions {
-  return { cause: new Error(`${what} ${Math.round(elapsed)} ms in, past the validity of ${validity} ms`) };
-}
-
-/**
  * The `rank`-th smallest of `values` (1-based), or null when there are fewer values. RedLock uses
  * it to estimate when a quorum of nodes will be free: the lock is free once `quorum` nodes are.
  */

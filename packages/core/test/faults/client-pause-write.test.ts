@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { createLocker } from '@lock/core';
+import { createLocker, LockUnavailableError } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { runContention } from '../support/contention.js';
@@ -74,5 +74,29 @@ it('S9: an acquisition whose reply comes back after its validity ended is not ha
   await lock.release();
   // No orphan: nothing stays held by an owner that does not believe it holds.
   expect(await locker.isLocked('stale-grant')).toBe(false);
+  await locker.close();
+}, 20_000);
+
+it('S9: a grant answered past its validity is undone and reported as Redis too slow, not as a busy lock', async () => {
+  await using server = await startRedis();
+  const locker = createLocker({ redis: server.client(), commandTimeout: 5_000 });
+  const admin = server.client();
+  // Each attempt is answered only when the pause ends, 1.5 leases after it was sent.
+  await admin.call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
+  const tried = await locker.tryAcquire('slow-try', { ttl: TTL }).catch((error: unknown) => error);
+  expect(tried).toBeInstanceOf(LockUnavailableError);
+  expect((tried as LockUnavailableError).cause).toEqual(
+    expect.objectContaining({
+      message: expect.stringMatching(/^granted \d+ ms in, past the validity of \d+ ms$/),
+    }),
+  );
+  // Undone: the key is free, not held for a lease by an owner that never got a handle.
+  expect(await locker.isLocked('slow-try')).toBe(false);
+
+  // A wait that ends while the late grant is on its way: unavailable, not a timeout on a busy lock.
+  await admin.call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
+  const waited = await locker.acquire('slow-wait', { ttl: TTL, wait: 200 }).catch((error: unknown) => error);
+  expect(waited).toBeInstanceOf(LockUnavailableError);
+  expect(await locker.isLocked('slow-wait')).toBe(false);
   await locker.close();
 }, 20_000);
