@@ -40,6 +40,15 @@ export interface LockOptions {
    */
   readonly skewMargin?: number;
   /**
+   * How far ahead of the Redis server's clock, in ms, the PHP hosts' clocks may run (default
+   * mode). A PHP host reads the deadline against its own `time()`, so one running ahead takes a
+   * lock over that much early (B5): the deadline Node writes claims this much more than the
+   * key's TTL (rounded up to whole seconds), so such a host reads it as past only after the
+   * handle's validity has ended. `0` writes what the PHP class writes, `now + LOCK_EXPIRE + 1`.
+   * Default: `2_000`.
+   */
+  readonly peerClockAhead?: number;
+  /**
    * The host clock in whole Unix seconds, as PHP's `time()`; strict mode only. Each answer must be
    * an integer from 1e9 to below 1e10, or `lock()`/`unlock()` reject with `InvalidOptionError`
    * before running a script. Default: from `Date.now()`.
@@ -61,6 +70,7 @@ const OPTION_NAMES = [
   'sleep',
   'strict',
   'skewMargin',
+  'peerClockAhead',
   'time',
   'commandTimeout',
 ];
@@ -154,9 +164,7 @@ export class Lock {
     checkSettings(this.settings());
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.redis = options.redis ?? clientFor(options.env!);
-    this.locker = options.strict
-      ? null
-      : lockerFor(this.redis, options.skewMargin ?? 2_000, this.commandTimeout);
+    this.locker = options.strict ? null : lockerFor(this.redis, options, this.commandTimeout);
     this.time = options.time ?? (() => Math.floor(Date.now() / 1000));
   }
 

@@ -11,24 +11,37 @@ import type { Redis } from 'ioredis';
 import { connectThinkRedis } from './connection.js';
 import type { ThinkEnv } from './env.js';
 
-// Lock objects are as cheap as the PHP ones: they share one locker per connection, skew margin
-// and command timeout, and `{ env }` locks share one connection per env.
+// Lock objects are as cheap as the PHP ones: they share one locker per connection, clock
+// settings and command timeout, and `{ env }` locks share one connection per env.
 const lockers = new WeakMap<RedisClient, Map<string, Locker>>();
 const envClients = new Map<ThinkEnv, Redis>();
 
+/** The PHP hosts' clocks as `Lock` options give them (the legacy protocol's defaults when not). */
+export interface PeerClocks {
+  readonly skewMargin?: number;
+  readonly peerClockAhead?: number;
+}
+
 /** The legacy-protocol locker (seconds, exact key bytes) for a connection. */
-export function lockerFor(redis: RedisClient, skewMargin: number, commandTimeout: number): Locker {
+export function lockerFor(
+  redis: RedisClient,
+  { skewMargin, peerClockAhead }: PeerClocks,
+  commandTimeout: number,
+): Locker {
+  // Made for every Lock, to check its values: once checked, they name the shared locker safely
+  // (unchecked, '2000' would find the locker made for 2000 and never be refused).
+  const protocol = legacyProtocol({ unit: 's', skewMargin, peerClockAhead });
   let bySettings = lockers.get(redis);
   if (!bySettings) {
     bySettings = new Map();
     lockers.set(redis, bySettings);
   }
-  const settings = `${skewMargin}/${commandTimeout}`;
+  const settings = `${skewMargin}/${peerClockAhead}/${commandTimeout}`;
   let locker = bySettings.get(settings);
   if (!locker) {
     locker = createLocker({
       redis,
-      protocol: legacyProtocol({ unit: 's', skewMargin }),
+      protocol,
       prefix: '',
       commandTimeout,
     });

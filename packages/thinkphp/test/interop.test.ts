@@ -2,7 +2,7 @@ import { Lock } from '@lock/thinkphp';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useRedis } from '../../core/test/legacy/fixture.js';
-import { php, phpAvailable } from './php.js';
+import { type PhpRead, php, phpAvailable } from './php.js';
 
 /** Polls until Redis has expired the key: ordering by the server's own TTL, not a guessed sleep. */
 async function untilExpired(redis: Redis, key: string): Promise<void> {
@@ -34,7 +34,7 @@ describe.runIf(phpAvailable)('PHP and Node processes sharing ThinkPHP lock keys'
     );
   });
 
-  it('PHP reads what we write as integer seconds now + expire + 1 with TTL expire + 1', async () => {
+  it('PHP reads what we write as integer seconds now + expire + 1 + peerClockAhead with TTL expire + 1', async () => {
     const lock = new Lock('lock_goods:301', { redis: t.redis });
     expect(await lock.lock()).toBe(true);
     const read = await php<{ value: string; ttl: number; time: number; digits: boolean; isInt: boolean }>(
@@ -51,9 +51,16 @@ describe.runIf(phpAvailable)('PHP and Node processes sharing ThinkPHP lock keys'
       ttl: Lock.LOCK_EXPIRE + 1,
     });
     // Our value comes from the server's clock, PHP's time() from the host's: the same clock
-    // here, but the second may tick between the two reads.
-    expect([Lock.LOCK_EXPIRE, Lock.LOCK_EXPIRE + 1]).toContain(Number(read.value) - read.time);
+    // here, but the second may tick between the two reads. The default peerClockAhead adds 2 s.
+    expect([Lock.LOCK_EXPIRE + 2, Lock.LOCK_EXPIRE + 3]).toContain(Number(read.value) - read.time);
     await lock.unlock();
+
+    const exact = new Lock('lock_goods:301', { redis: t.redis, peerClockAhead: 0 });
+    expect(await exact.lock()).toBe(true);
+    const same = await php<PhpRead>('read', { port: t.server.port, key: 'lock_goods:301' });
+    expect(same).toMatchObject({ isInt: true, liveBySeedCheck: true, ttl: Lock.LOCK_EXPIRE + 1 });
+    expect([Lock.LOCK_EXPIRE, Lock.LOCK_EXPIRE + 1]).toContain(Number(same.value) - same.time);
+    await exact.unlock();
   });
 
   it('PHP-written values are read by our side: a PHP lock refuses us with its own TTL intact', async () => {

@@ -107,6 +107,29 @@ describe('Lock (default mode)', () => {
   });
 });
 
+describe('Lock peerClockAhead', () => {
+  it('refuses a bad value by name before any write, also once a Lock with a good one shares its locker', async () => {
+    for (const peerClockAhead of [2_000, undefined]) {
+      expect(await new Lock('k', { redis: t.redis, peerClockAhead }).lock()).toBe(true);
+      await t.redis.flushall();
+    }
+    // '2000' would name the locker made for 2000, were it not checked first.
+    for (const bad of [-1, 1.5, Number.NaN, '2000', 2 ** 31]) {
+      const error = (() => {
+        try {
+          return new Lock('k', { redis: t.redis, peerClockAhead: bad as never });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option: 'peerClockAhead', value: bad });
+    }
+    expect(() => new Lock('k', { redis: t.redis, skewMargin: 'x' as never })).toThrow(/"skewMargin": "x"/);
+    expect(await t.redis.dbsize()).toBe(0);
+  });
+});
+
 describe('Lock input checks in both modes', () => {
   it('refuses an empty or non-string key in the constructor, naming it, before any write', async () => {
     for (const strict of [false, true]) {

@@ -5,8 +5,9 @@ import { useRedis } from '../../core/test/legacy/fixture.js';
 import { php, phpAvailable } from './php.js';
 
 // A PHP host whose clock runs 10 s ahead calls unlock() (legacy-and-php.md B4): by its clock our
-// live lock has expired, so it deletes it. An on-time PHP host then acquires within the same
-// second with the same expire, writing the very timestamp we wrote. Our owner record (a side
+// live lock has expired, so it deletes it. A PHP host 2 s ahead (as far as our default
+// peerClockAhead pads our values for) then acquires within the same second with the same expire,
+// writing the very timestamp we wrote. Our owner record (a side
 // key PHP never touches) still names that timestamp: only its TTL, which runs from our acquire
 // and no longer matches the key's, tells that the key is not ours any more (owner-record.lua).
 
@@ -14,7 +15,7 @@ describe.runIf(phpAvailable)('a PHP re-acquire in the same second after a skewed
   const t = useRedis();
 
   /**
-   * Our lock on a fresh key, deleted by a PHP host 10 s ahead, re-taken by an on-time PHP host
+   * Our lock on a fresh key, deleted by a PHP host 10 s ahead, re-taken by a PHP host 2 s ahead
    * in the same second as our acquire: tried from a second boundary until the PHP value equals
    * ours (the first try almost always fits in the second).
    */
@@ -31,7 +32,7 @@ describe.runIf(phpAvailable)('a PHP re-acquire in the same second after a skewed
         offset: 10,
       });
       expect(deleted).toMatchObject({ before: token, value: null });
-      const retaken = await php('lock', { port: t.server.port, key, expire: 3 });
+      const retaken = await php('lock', { port: t.server.port, key, expire: 3, offset: 2 });
       expect(retaken.acquired).toBe(true);
       if (retaken.value === token) {
         // The setup holds: the key carries our timestamp, written by PHP, and our owner record,

@@ -9,7 +9,7 @@ const t = useRedis();
 describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
   const legacy = legacyProtocol({ unit: 'ms' });
 
-  it('writes a plain string holding now + ttl in ms, with a matching PTTL, and a fence', async () => {
+  it('writes a plain string holding now + ttl + peerClockAhead in ms, with a PTTL of ttl, and a fence', async () => {
     const before = Date.now();
     const reply = await legacy.acquire(t.redis, 'lock.foo', 'a', 5_000);
     expect(reply).toMatchObject({ acquired: true, fence: 1, holds: 1 });
@@ -19,8 +19,9 @@ describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
     expect(value).toBe(reply.token);
     expect(value).toMatch(/^\d{13}$/);
     // Loopback server and test share one host clock: allow a generous second either side.
-    expect(Number(value)).toBeGreaterThanOrEqual(before + 5_000 - 1_000);
-    expect(Number(value)).toBeLessThanOrEqual(Date.now() + 5_000 + 1_000);
+    // The default peerClockAhead pads it by 2 s.
+    expect(Number(value)).toBeGreaterThanOrEqual(before + 7_000 - 1_000);
+    expect(Number(value)).toBeLessThanOrEqual(Date.now() + 7_000 + 1_000);
     const pttl = await t.redis.pttl('lock.foo');
     expect(pttl).toBeGreaterThan(4_000);
     expect(pttl).toBeLessThanOrEqual(5_000);
@@ -164,12 +165,21 @@ describe('legacy protocol in milliseconds (JedisLock-style fleets)', () => {
 describe('legacy protocol in seconds (the PHP fleet)', () => {
   const legacy = legacyProtocol({ unit: 's' });
 
-  it('writes integer seconds now + expire + 1 with a TTL of expire + 1', async () => {
+  it('writes integer seconds now + expire + 1 + peerClockAhead (2 s by default) with a TTL of expire + 1', async () => {
     const reply = await legacy.acquire(t.redis, 'lock_goods:300', 'a', 3_000);
     if (!reply.acquired) throw new Error('not acquired');
     const now = await serverSeconds(t.redis);
     expect(reply.token).toMatch(/^\d{10}$/);
     // The server's second may tick between the script and our TIME call.
+    expect([now + 6, now + 5]).toContain(Number(reply.token));
+    expect(await t.redis.ttl('lock_goods:300')).toBe(4);
+  });
+
+  it('with peerClockAhead: 0 writes exactly what the PHP class writes, now + expire + 1', async () => {
+    const exact = legacyProtocol({ unit: 's', peerClockAhead: 0 });
+    const reply = await exact.acquire(t.redis, 'lock_goods:300', 'a', 3_000);
+    if (!reply.acquired) throw new Error('not acquired');
+    const now = await serverSeconds(t.redis);
     expect([now + 4, now + 3]).toContain(Number(reply.token));
     expect(await t.redis.ttl('lock_goods:300')).toBe(4);
   });
@@ -234,7 +244,7 @@ describe('legacy protocol inputs', () => {
 
   it('refuses misspelt options and a missing options object by name', () => {
     expect(() => legacyProtocol({ unti: 's' } as never)).toThrow(
-      /"unti": "s" \(expected one of the legacy protocol options: unit, skewMargin\)/,
+      /"unti": "s" \(expected one of the legacy protocol options: unit, skewMargin, peerClockAhead\)/,
     );
     expect(() => legacyProtocol(null as never)).toThrow(/"options": null/);
   });

@@ -1,7 +1,8 @@
 --[[
   Takes a legacy timestamp lock (the SETNX + GETSET format of the old Redis docs, JedisLock and
   the ThinkPHP class), or re-enters it for the same owner, writing exactly what those fleets
-  read, with the server's clock and a TTL that matches the value.
+  read, with the server's clock and a TTL that ends when the value does (or, padded for peers
+  whose clocks run ahead, before it).
 
   Input:
     KEYS[1] lock key: a plain string holding the holder's expiry as a decimal Unix timestamp
@@ -13,12 +14,15 @@
             legacy fleets never read; it counts re-entries of the owner that wrote `value`
     KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
-    ARGV[2] lease in those units, added to now to make the stored timestamp; the TTL matches it
-    ARGV[3] skew margin in ms: how far past its timestamp a TTL-less key must be to be taken over
-    ARGV[4] owner
-    ARGV[5] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
+    ARGV[2] lease in those units: the TTL
+    ARGV[3] padding in those units: the stored timestamp is now + lease + padding, so that a
+            peer whose clock runs that far ahead of the server reads it as past only after our
+            validity (the ttl) has ended; the TTL, the lease, is what frees the key
+    ARGV[4] skew margin in ms: how far past its timestamp a TTL-less key must be to be taken over
+    ARGV[5] owner
+    ARGV[6] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
             only be this call's own earlier attempt, so it is answered as it stands, not counted
-    ARGV[6] attempt id: a copy of an attempt already applied (resent by the client after a
+    ARGV[7] attempt id: a copy of an attempt already applied (resent by the client after a
             reconnect) is answered as it stands, not counted again
 
   Output:
@@ -32,13 +36,13 @@
 ]]
 local rcall = redis.call
 local lock, counter, record, oldCounter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local scale, lease, margin, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local fresh, attempt = ARGV[5] == '1', ARGV[6]
+local scale, lease, padding = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local margin, owner, fresh, attempt = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1', ARGV[7]
 
 -- Server time, so that no client clock decides who holds the lock.
 local time = rcall('time')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local value = string.format('%d', math.floor(nowMs / scale) + lease)
+local value = string.format('%d', math.floor(nowMs / scale) + lease + padding)
 local leaseMs = lease * scale
 
 local function recordOwner(holds, fence)

@@ -4,7 +4,7 @@ import { InvalidOptionError } from '../../errors.js';
 export type LegacyUnit = 'ms' | 's';
 
 /** Redis refuses PEXPIRE beyond what fits a signed 64-bit ms deadline; locks stay far below. */
-const MAX_TTL = 2 ** 31 - 1;
+export const MAX_TTL = 2 ** 31 - 1;
 
 export function msPerUnit(unit: LegacyUnit): number {
   return unit === 's' ? 1_000 : 1;
@@ -32,4 +32,13 @@ export function leaseUnits(unit: LegacyUnit, ttl: number): number {
     throw new InvalidOptionError('ttl', ttl, `a whole number of ms from 1 to ${MAX_TTL}`);
   }
   return ttl;
+}
+
+/**
+ * How much later than its TTL a value we write claims the lock ends, in the stored unit: a peer
+ * whose clock runs `peerClockAhead` ms ahead of the server reads our deadline that much early,
+ * so it must see that much more. Rounded up, so whole seconds never claim less than asked.
+ */
+export function paddingUnits(unit: LegacyUnit, peerClockAhead: number): number {
+  return Math.ceil(peerClockAhead / msPerUnit(unit));
 }

@@ -12,7 +12,7 @@ import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
 import { legacyKeys, requireHashTagOnCluster } from './keys.js';
-import { type LegacyUnit, leaseUnits, msPerUnit } from './lease.js';
+import { type LegacyUnit, leaseUnits, MAX_TTL, msPerUnit, paddingUnits } from './lease.js';
 import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
 
@@ -26,7 +26,8 @@ export interface LegacyProtocolOptions {
   /**
    * Unit of the timestamp stored in the key: `'ms'` for JedisLock-style fleets (value = now +
    * ttl, TTL = ttl), `'s'` for the PHP fleet of seed 001 (value = now + ttl/1000 + 1, TTL one
-   * second longer than the ttl, which must then be whole seconds). Default: `'ms'`.
+   * second longer than the ttl, which must then be whole seconds); the value is padded by
+   * `peerClockAhead`. Default: `'ms'`.
    */
   readonly unit?: LegacyUnit;
   /**
@@ -35,6 +36,18 @@ export interface LegacyProtocolOptions {
    * the clock skew of the hosts that wrote it. Keys with a TTL are never taken over. Default: `2_000`.
    */
   readonly skewMargin?: number;
+  /**
+   * How far ahead of the Redis server's clock, in ms, the clocks of the legacy fleet sharing the
+   * keys may run. Such a host reads our timestamp against its own clock, so it takes our lock
+   * over that much before the timestamp by server time (B5). Every value we write (acquire,
+   * re-entry, extend, renewal) therefore claims this much more than its TTL, rounded up to the
+   * unit: the TTL, and so our validity, stays the ttl, while a host up to this far ahead reads the
+   * timestamp as past only after that validity has ended. Hosts further ahead can still take
+   * over early. `0` writes the timestamp the legacy clients write themselves (`now + ttl`, in
+   * seconds `now + ttl/1000 + 1`). From 0 to 2^31 - 1. Default: `2_000`, the skew `skewMargin`
+   * allows for too.
+   */
+  readonly peerClockAhead?: number;
 }
 
 /** Codes the scripts answer instead of a reply when the key is not a legacy lock. */
@@ -46,18 +59,28 @@ const NOT_A_TIMESTAMP = -2;
  * Redis-docs algorithm. It writes what those fleets read (a plain string holding a decimal
  * Unix timestamp) and fixes what can be fixed on our side: server time, a TTL on every write
  * that matches the value, no takeover of a key that has a TTL, a takeover of a TTL-less stale
- * key only past `skewMargin`, compare-and-delete release with the value we wrote as the token.
+ * key only past `skewMargin`, compare-and-delete release with the value we wrote as the token,
+ * and values that claim `peerClockAhead` past their TTL, for peers whose clocks run ahead.
  */
 export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
   // A misspelt `unit` would silently write ms where the PHP fleet reads seconds.
-  refuseUnknown(options, ['unit', 'skewMargin'], 'the legacy protocol options');
+  refuseUnknown(options, ['unit', 'skewMargin', 'peerClockAhead'], 'the legacy protocol options');
   const unit = options.unit ?? 'ms';
   if (unit !== 'ms' && unit !== 's') throw new InvalidOptionError('unit', unit, '"ms" or "s"');
   const skewMargin = options.skewMargin ?? 2_000;
   if (!Number.isSafeInteger(skewMargin) || skewMargin < 0) {
     throw new InvalidOptionError('skewMargin', skewMargin, 'a whole number of ms, 0 or more');
   }
+  const peerClockAhead = options.peerClockAhead ?? 2_000;
+  if (!Number.isSafeInteger(peerClockAhead) || peerClockAhead < 0 || peerClockAhead > MAX_TTL) {
+    throw new InvalidOptionError(
+      'peerClockAhead',
+      peerClockAhead,
+      `a whole number of ms from 0 to ${MAX_TTL}`,
+    );
+  }
   const scale = msPerUnit(unit);
+  const padding = paddingUnits(unit, peerClockAhead);
 
   async function extendAll(redis: RedisClient, items: readonly RenewalItem[], ttl: number) {
     const lease = leaseUnits(unit, ttl);
@@ -66,7 +89,8 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return [lock, owner];
     });
     const tokens = items.flatMap((item) => [item.token, item.owner]);
-    const renewed = (await extendScript.run(redis, keys, [scale, lease, ...tokens])) as (string | number)[];
+    const args = [scale, lease, padding, ...tokens];
+    const renewed = (await extendScript.run(redis, keys, args)) as (string | number)[];
     return items.map((_, i) => {
       const value = renewed[i];
       return typeof value === 'string' ? value : null;
@@ -104,7 +128,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       const reply = await acquireScript.run(
         redis,
         [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.owner, keys.oldCounter],
-        [scale, lease, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
+        [scale, lease, padding, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
         context?.followUp,
       );
       const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
@@ -115,7 +139,8 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         number,
       ];
       // In seconds the stored lease runs a second past the ttl (see leaseUnits); the validity
-      // the engine may count on stays the ttl's share of it.
+      // the engine may count on stays the ttl's share of it. The value runs `padding` further
+      // still, so the validity ends peerClockAhead before a peer ahead by that reads it as past.
       if (state === 1)
         return {
           acquired: true,
