@@ -57,6 +57,11 @@ export function singleBackend(
         (resource) => protocol.lockKey?.(resource) ?? resource,
       )
     : undefined;
+  // A release may draw a fence for the next owner: from a counter stamped on this master.
+  const stamped = <T>(resource: string, send: () => Promise<T>): Promise<T> => {
+    const stamping = watch?.ready(resource);
+    return stamping ? stamping.then(send) : send();
+  };
   // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
@@ -144,10 +149,19 @@ export function singleBackend(
     },
 
     release(resource, owner, token, handedOn, id) {
-      // The release may draw a fence for the next owner: from a counter stamped on this master.
-      const stamping = watch?.ready(resource);
-      if (stamping) return stamping.then(() => protocol.release(redis, resource, owner, token, handedOn, id));
-      return protocol.release(redis, resource, owner, token, handedOn, id);
+      return stamped(resource, () => protocol.release(redis, resource, owner, token, handedOn, id));
+    },
+
+    async undo(resource, owner, token, context) {
+      const { attempt } = context;
+      // An owner that is not fresh has other holds in use: a plain release resent by the client
+      // after a reconnect would take off one of them. Named by the attempt, the undo takes off
+      // only the hold that attempt added, once. A fresh owner's grant is its call's only hold.
+      await stamped(resource, () =>
+        context.fresh || !protocol.undo || !attempt
+          ? protocol.release(redis, resource, owner, token)
+          : protocol.undo(redis, resource, owner, token, attempt),
+      );
     },
 
     async extend(resource, owner, token, ttl) {

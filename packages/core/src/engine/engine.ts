@@ -167,6 +167,12 @@ class Engine implements Locker {
    * a sleep listening on the closing signal would add and remove an event listener per pause.
    */
   private readonly asleep = new Set<Waiter>();
+  /**
+   * What must reach Redis before `close()` closes the backend: acquire calls and their attempts
+   * in flight (a grant that lands after the call ended is undone), undos, and the cleanups of calls
+   * that gave up (a queue place left behind would be handed the lock by the next release).
+   */
+  private readonly pending = new Set<Promise<unknown>>();
   private readonly unwatchMaster: () => void;
 
   constructor(
@@ -288,8 +294,9 @@ class Engine implements Locker {
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
-    await Promise.allSettled(
-      held.map((hold, i) =>
+    await Promise.allSettled([
+      withDeadline(this.drain(), this.timeout),
+      ...held.map((hold, i) =>
         hold.serial(async () => {
           const releases = await Promise.allSettled(
             Array.from({ length: unreleased[i]! }, () =>
@@ -301,12 +308,25 @@ class Engine implements Locker {
             releases.at(-1);
         }),
       ),
-    );
+    ]);
     await withDeadline(this.backend.close(), this.timeout).catch(() => {});
   }
 
+  /** Settles once nothing is pending, including what pending work starts as it settles (a late grant's undo). */
+  private async drain(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.pending.add(work);
+    const settled = () => this.pending.delete(work);
+    work.then(settled, settled);
+    return work;
+  }
+
   checkValidity(hold: Hold): void {
-    if (!hold.lost && this.clock() >= hold.validUntil) {
+    // A hold released (forgotten) is over: its lease running out later loses nothing.
+    if (!hold.lost && this.holds.has(hold) && this.clock() >= hold.validUntil) {
       this.lose(hold, hold.renewalError === undefined ? 'expired' : 'renewal-failed', hold.renewalError);
     }
   }
@@ -403,6 +423,8 @@ class Engine implements Locker {
         }));
         throw unavailable(error, hold.key, 'release');
       }
+      // A retry answered by the release that landed late, which ended the hold and said so.
+      if (hold.endedLate) return result;
       // Counted now, not when called: a re-entry granted while this release waited its turn (or
       // was on the wire) added a handle, which keeps the hold and its renewals.
       if (hold.handles === 0) this.forget(hold);
@@ -418,14 +440,13 @@ class Engine implements Locker {
     beforeClose: boolean,
     calledAt: number,
   ): Promise<ReleaseReply> {
-    if (hold.lost?.reason === 'closed' && !beforeClose) {
+    const closed = hold.closedRelease;
+    if (hold.lost?.reason === 'closed' && !beforeClose && closed) {
       // `close()` released it, and this waited its turn behind that release.
-      const closed = hold.closedRelease;
-      if (closed?.status === 'rejected') throw closed.reason;
-      return closed?.value ?? 'released';
+      if (closed.status === 'rejected') throw closed.reason;
+      return closed.value;
     }
-    // A lost hold sends nothing: the lease ended or another owner took the key.
-    if (hold.lost && hold.lost.reason !== 'closed') return 'not-owner';
+    if (!mayStillCount(hold)) return 'not-owner';
     const timeout = this.timeLeft(calledAt);
     const result = await withDeadline(
       this.backend.release(
@@ -438,10 +459,12 @@ class Engine implements Locker {
       timeout,
       (late) => {
         if (late.status !== 'fulfilled') return;
-        hold.lateRelease = late.value;
+        // A copy of it (a retry) lands after it and finds nothing: the first one freed the lock.
+        if (hold.lateRelease !== 'released') hold.lateRelease = late.value;
         // It freed the lock after all: the hold ends now, instead of being reported lost when
         // its lease runs out. Only when no other handle re-entered it since.
         if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
+          hold.endedLate = true;
           this.forget(hold);
           this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: late.value }));
         }
@@ -531,14 +554,21 @@ class Engine implements Locker {
    * until then a later attempt of the same call may be answered with that very hold.
    */
   private attempt(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
-    if (request.enclosing) return request.enclosing.serial(() => this.send(request, context, call));
-    return this.send(request, context, call);
+    if (!request.enclosing) return this.send(request, context, call, this.timeout);
+    // Its deadline counts from now, not from its turn behind a renewal in flight.
+    const calledAt = this.clock();
+    return request.enclosing.serial(() => this.send(request, context, call, this.timeLeft(calledAt)));
   }
 
-  private send(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
+  private send(
+    request: Request,
+    context: AttemptContext,
+    call: AcquireCall,
+    timeout: number,
+  ): Promise<BackendAttempt> {
     return withDeadline(
-      this.backend.acquire(request.resource, request.owner, request.ttl, context),
-      this.timeout + (this.backend.acquireAllowance ?? 0),
+      this.track(this.backend.acquire(request.resource, request.owner, request.ttl, context)),
+      timeout + (this.backend.acquireAllowance ?? 0),
       (late) => {
         if (late.status !== 'fulfilled' || !late.value.acquired) return;
         if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token, context);
@@ -557,14 +587,21 @@ class Engine implements Locker {
     const undone: Promise<unknown> = this.backend.undo
       ? this.backend.undo(resource, owner, token, context)
       : this.backend.release(resource, owner, token);
-    return withDeadline(undone, this.timeout).then(
-      () => {},
-      () => {},
+    return this.track(
+      withDeadline(undone, this.timeout).then(
+        () => {},
+        () => {},
+      ),
     );
   }
 
+  /** One acquire call, which `close()` lets settle (and clean up) before it closes the backend. */
+  private run(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
+    return this.track(this.acquireLoop(request, trace));
+  }
+
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
-  private async run(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
+  private async acquireLoop(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
     if (this.closing.signal.aborted) throw new LockerClosedError();
     const linked = request.signal ? linkSignals(request.signal, this.closing.signal) : undefined;
     const signal = linked?.signal ?? this.closing.signal;
@@ -658,6 +695,8 @@ class Engine implements Locker {
           if (unreachable) throw unreachable;
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
         }
+        // An abort or close() during the attempt above: no queue to join, no sleep to start.
+        if (signal.aborted) throw signal.reason;
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
         if (unreachable === undefined && (channel === undefined || this.queues.failed(channel))) {
           const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
@@ -673,8 +712,6 @@ class Engine implements Locker {
         // only to renew its registration (and to bound a lost message): at the longest backoff.
         const step = queuedSentAt === sentAt ? request.retry.max : backoff(attempts - 2, request.retry);
         const delay = Math.min(step, request.wait - (this.clock() - started), untilExpiry);
-        // An abort or close() during the attempt above would otherwise go unseen for a whole sleep.
-        if (signal.aborted) throw signal.reason;
         const sleeping = waiter;
         await pause(Math.max(0, Math.ceil(delay)), linked?.signal, (wake) => this.sleep(sleeping, wake));
       }
@@ -725,7 +762,7 @@ class Engine implements Locker {
         fresh: request.fresh,
         queueLease,
       });
-      cleanup.push(withDeadline(abandon, this.timeout).catch(() => {}));
+      cleanup.push(this.track(withDeadline(abandon, this.timeout).catch(() => {})));
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
@@ -806,6 +843,7 @@ class Engine implements Locker {
         this.clock(),
       );
       hold.confirmed = reply.confirmed === true;
+      hold.fresh = request.fresh;
       this.holds.add(hold);
       if (id !== undefined) this.named.set(id, hold);
     }
@@ -881,6 +919,18 @@ type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
 function handedValidity(handed: HandedGrant, queuedServerTime: number): number {
   const span = handed.at - queuedServerTime + handed.lease;
   return span - clockDrift(span) - 1;
+}
+
+/**
+ * Whether Redis may still count `hold`, so that its release is still sent. A hold lost to another
+ * owner is not; nor, once given up, one whose owner name other holds may share (an explicit
+ * owner's release could take off a hold another handle counts on). A fresh owner's hold whose
+ * lease ran out by our clock, whose renewals failed or whose master changed may still be there:
+ * released, it frees the key now rather than when Redis expires it.
+ */
+function mayStillCount(hold: Hold): boolean {
+  const reason = hold.lost?.reason;
+  return reason === undefined || reason === 'closed' || (reason !== 'taken' && hold.fresh);
 }
 
 /** The payload of each per-hold event. */

@@ -29,6 +29,10 @@ export class Hold {
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
   confirmed = false;
+  /** Its owner was made for the call that took it: no other hold, here or in another process, goes by it. */
+  fresh = false;
+  /** A release given up on landed after all and ended the hold: a retry of it reports nothing again. */
+  endedLate = false;
 
   constructor(
     readonly key: string,
