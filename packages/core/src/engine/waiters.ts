@@ -160,6 +160,7 @@ export class WaitQueues {
   /** Ends every subscription (the locker is closing). */
   close(): void {
     clearTimeout(this.sweeper);
+    this.sweeper = undefined;
     for (const queue of this.queues.values()) queue.unlisten?.();
     this.queues.clear();
   }

@@ -11,8 +11,13 @@ export interface WatchdogEvents {
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void;
 }
 
-/** Delay before a failed renewal is tried again, as a fraction of the lease (bounded below). */
+/**
+ * Delay before a failed renewal is tried again: a tenth of the lease, and at most a third of the
+ * validity left, so that a short validity (a lock handed over for the waiter's registration
+ * lease) still sees retries before it ends; never below RETRY_MIN_MS.
+ */
 const RETRY_FRACTION = 10;
+const RETRY_WITHIN_VALIDITY = 3;
 const RETRY_MIN_MS = 10;
 
 /**
@@ -165,7 +170,9 @@ export class Watchdog {
 
   private failed(hold: Hold, error: unknown): void {
     hold.renewalError = error;
-    this.retryAt.set(hold, this.clock() + Math.max(RETRY_MIN_MS, Math.floor(hold.ttl / RETRY_FRACTION)));
+    const now = this.clock();
+    const delay = Math.min(hold.ttl / RETRY_FRACTION, (hold.validUntil - now) / RETRY_WITHIN_VALIDITY);
+    this.retryAt.set(hold, now + Math.max(RETRY_MIN_MS, Math.floor(delay)));
   }
 
   private finish(hold: Hold, settle: () => void): void {
