@@ -39,7 +39,7 @@ const schema = lockedDirectiveTransformer(
   makeExecutableSchema({
     typeDefs: [
       lockedDirectiveTypeDefs,
-      `type Payment { id: ID! charges: Int! fence: Int }
+      `type Payment { id: ID! charges: Int! fence: Float }
        type Query { charges(id: ID!): Int! }
        type Mutation {
          payOrderUnguarded(id: ID!): Payment

@@ -227,18 +227,36 @@ export class LockerClosedError extends LockError<'ERR_LOCK_CLOSED'> {
   }
 }
 
+/** How much of a bad value a message shows: enough to recognise it, never a wall of text. */
+const SHOWN = 80;
+
 function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > SHOWN ? `${value.slice(0, SHOWN)}…` : value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
   if (typeof value === 'function') return 'a function';
-  const kind = (value as object).constructor?.name;
-  if (kind && kind !== 'Object' && kind !== 'Array') return `an instance of ${kind}`;
+  const kind = instanceKind(value);
+  if (kind) return `an instance of ${kind}`;
   try {
-    return JSON.stringify(value) ?? typeof value;
+    // A class instance inside (a locker, a client) is named, not spelt out: its fields may be
+    // internals, some of them secret (a locker's owner prefix).
+    const text = JSON.stringify(value, (key, inner: unknown) => {
+      const innerKind = key === '' ? undefined : instanceKind(inner);
+      return innerKind ? `[${innerKind}]` : inner;
+    });
+    if (text === undefined) return typeof value;
+    return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
   } catch {
     return typeof value;
   }
+}
+
+/** The class name of an object that is neither a plain object nor an array, else undefined. */
+function instanceKind(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const kind = (value as object).constructor?.name;
+  return kind && kind !== 'Object' && kind !== 'Array' ? kind : undefined;
 }
 
 /** Codes of the failures that say Redis could not serve an acquisition, whoever holds the lock. */

@@ -58,4 +58,25 @@ describe('errors', () => {
     expect(error?.message).toContain('an instance of RedisClient');
     expect(error?.message).toContain('node-redis clients are not supported yet');
   });
+
+  it('shows a bad plain value briefly, naming the class instances in it instead of spelling them out', () => {
+    class Locker {
+      ownerPrefix = 'secret-owner-prefix:';
+    }
+    const error = new InvalidOptionError(
+      'ttl',
+      { locker: new Locker(), key: 'order:{params.id}' },
+      'a number',
+    );
+    expect(error.message).toBe(
+      'invalid option "ttl": {"locker":"[Locker]","key":"order:{params.id}"} (expected a number)',
+    );
+    const long = new InvalidOptionError(
+      'wait',
+      { list: Array.from({ length: 100 }, (_, i) => i) },
+      'a number',
+    );
+    expect(long.message).not.toContain('99');
+    expect(long.message).toContain('…');
+  });
 });
