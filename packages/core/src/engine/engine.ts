@@ -469,7 +469,12 @@ class Engine implements Locker {
           this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: late.value }));
         }
       },
-    );
+    ).catch((error: unknown) => {
+      // The engine gave this hold up already: its release only frees the key sooner, and one
+      // that cannot reach Redis leaves the lock to its lease, as before. Not the caller's failure.
+      if (hold.lost && hold.lost.reason !== 'closed') return 'not-owner' as const;
+      throw error;
+    });
     // A retry after a release that timed out but landed: that earlier release freed the lock.
     return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
   }

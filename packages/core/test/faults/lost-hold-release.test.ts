@@ -1,5 +1,5 @@
 import { createLocker, LockLostError } from '@lock/core';
-import { startRedis, waitFor } from '@lock/testing';
+import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 
 // A hold the engine gave up (its master changed, its lease ran out by our clock, its renewals
@@ -39,4 +39,16 @@ it("sends nothing for an explicit owner's lost hold: the name may be another han
   expect((await observer.inspect('k')).owner).toBe('job-42');
   await locker.close();
   await observer.close();
+});
+
+it('answers not-owner, without rejecting, when the release of a lost hold cannot reach Redis', async () => {
+  await using server = await startRedis();
+  await using proxied = await proxiedClient(server);
+  const locker = createLocker({ redis: proxied.redis, commandTimeout: 200 });
+  const lock = await locker.acquire('k', { ttl: 300 });
+  proxied.proxy.blackhole();
+  await waitFor('the hold to be lost', async () => lock.signal.aborted);
+  expect(await lock.release()).toBe('not-owner');
+  proxied.proxy.pass();
+  await locker.close();
 });
