@@ -47,12 +47,12 @@ const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
 export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C) => KeySources): Gate<C> {
   const warnings = new WarnOnce(settings.logger);
   const resolveKey = keyOf(settings, sourcesOf, warnings);
-  const ended = (error: unknown) => {
+  const ended = (error: unknown, key: string) => {
     try {
       settings.logger.error(
         new LockHttpWarning(
           'ERR_LOCK_HTTP_RELEASE',
-          'the lock of a response was lost before it closed, or releasing it failed; it ends by its lease',
+          `the lock "${key}" of a response was lost before it closed, or releasing it failed; it ends by its lease`,
           { cause: error },
         ),
       );

@@ -123,11 +123,11 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * the app ending a response so queued (whose 'close' the client could put off for ever).
  * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
- * went wrong after `proceed`: a failed release, or the lock lost meanwhile. The listeners it
- * adds are removed once the lifetime is over or the acquire failed: a keep-alive connection
- * serving many requests does not collect them. A request that already holds `key` on `locker`
- * (from an earlier gate) proceeds at once with that lock, which the earlier gate then holds
- * until what this `proceed` returned has settled as well.
+ * went wrong after the grant, with the key: a release that failed (tried twice), or the lock
+ * lost meanwhile. The listeners it adds are removed once the lifetime is over or the acquire
+ * failed: a keep-alive connection serving many requests does not collect them. A request that
+ * already holds `key` on `locker` (from an earlier gate) proceeds at once with that lock, which
+ * the earlier gate then holds until what this `proceed` returned has settled as well.
  */
 export function lockForResponse(
   res: ClosableResponse,
@@ -136,7 +136,7 @@ export function lockForResponse(
   key: string,
   options: Pick<AcquireOptions, 'ttl' | 'wait' | 'renew'>,
   proceed: (lock: Lock) => unknown,
-  ended: (error: unknown) => void,
+  ended: (error: unknown, key: string) => void,
 ): Promise<boolean> {
   const connection = req?.socket ?? undefined;
   if (res.closed || res.stream?.destroyed || connection?.destroyed) return Promise.resolve(false);
@@ -152,6 +152,7 @@ export function lockForResponse(
     over = resolve;
   });
   let holding = false;
+  let granted: Lock | undefined;
   let listening = true;
   const detach = () => {
     if (!listening) return;
@@ -178,6 +179,7 @@ export function lockForResponse(
         // Never re-enter a hold that encloses the server itself: every request is its own owner.
         { ...options, signal: gone.signal, reentrant: false },
         async (lock) => {
+          granted = lock;
           // The lifetime may have ended between the grant and this call.
           if (gone.signal.aborted) return;
           holding = true;
@@ -199,10 +201,14 @@ export function lockForResponse(
         () => {
           detach();
           if (!holding) resolve(false);
+          // `using` resolves when its release could not reach Redis (the work is done). Asked
+          // again, the handle answers at once with a release that landed, and otherwise tries
+          // once more: what still fails leaves the key held until its lease ends, so it is told.
+          granted?.release().catch((error: unknown) => ended(error, key));
         },
         (error: unknown) => {
           detach();
-          if (holding) return ended(error);
+          if (holding) return ended(error, key);
           if (gone.signal.aborted) resolve(false);
           else reject(error);
         },

@@ -639,6 +639,45 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         }
       }, 15_000);
 
+      it('answers, and logs one ERR_LOCK_HTTP_RELEASE naming the key, when the release cannot reach Redis', async () => {
+        const frozen = await useRedis();
+        const redis = frozen.client();
+        // A short round trip: each release attempt gives up soon on the frozen server.
+        const frozenLocker = createLocker({ redis, commandTimeout: 100 });
+        const logger = { warn: vi.fn(), error: vi.fn() };
+        const app = await serve({
+          path: '/orders/:id',
+          options: { locker: frozenLocker, key: 'order:{params.id}', logger },
+          handle: async () => {
+            // The work is done under the lock; Redis freezes before the release.
+            frozen.pause();
+            return { ok: true };
+          },
+        });
+        try {
+          const response = await request(app).get('/orders/5');
+          expect([response.status, response.body]).toEqual([200, { ok: true }]);
+          await waitFor(
+            'the failed release to be logged',
+            async () => logger.error.mock.calls.length > 0,
+            bound,
+          );
+          expect(logger.error).toHaveBeenCalledTimes(1);
+          expect(logger.error.mock.calls[0]![0]).toMatchObject({
+            code: 'ERR_LOCK_HTTP_RELEASE',
+            message: expect.stringContaining('"order:5"'),
+            cause: expect.objectContaining({
+              code: 'ERR_LOCK_UNAVAILABLE',
+              key: 'order:5',
+              operation: 'release',
+            }),
+          });
+        } finally {
+          frozen.resume();
+          await frozenLocker.close();
+        }
+      }, 15_000);
+
       it('runs the handler unlocked with failOpen, warning once', async () => {
         await using down = await downRedis();
         const first = await request(down.app).get('/open/1');
