@@ -231,8 +231,7 @@ export class LockerClosedError extends LockError<'ERR_LOCK_CLOSED'> {
 const SHOWN = 80;
 
 function describe(value: unknown): string {
-  if (typeof value === 'string')
-    return JSON.stringify(value.length > SHOWN ? `${value.slice(0, SHOWN)}…` : value);
+  if (typeof value === 'string') return JSON.stringify(clip(value));
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
   if (typeof value === 'function') return 'a function';
@@ -245,11 +244,14 @@ function describe(value: unknown): string {
       const innerKind = key === '' ? undefined : instanceKind(inner);
       return innerKind ? `[${innerKind}]` : inner;
     });
-    if (text === undefined) return typeof value;
-    return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
+    return text === undefined ? typeof value : clip(text);
   } catch {
     return typeof value;
   }
+}
+
+function clip(text: string): string {
+  return text.length > SHOWN ? `${text.slice(0, SHOWN)}…` : text;
 }
 
 /** The class name of an object that is neither a plain object nor an array, else undefined. */

@@ -91,8 +91,8 @@ export interface Lock extends AsyncDisposable {
   extend(ttl?: number): Promise<void>;
   /**
    * Gives up this hold; the last hold frees the lock. Answers `'released'` (freed), `'held'`
-   * (this owner still holds it through other holds) or `'not-owner'` (it was lost before, and
-   * Redis no longer counts it: a lost hold of a fresh owner is still released by its name); once
+   * (this owner still holds it through other holds) or `'not-owner'` (it was lost before; a lost
+   * hold of a fresh owner is also released in the background, freeing a key Redis still has); once
    * it succeeded, later calls answer the same without sending anything. Rejects with
    * `LockUnavailableError` when Redis did not answer: the lock is no longer renewed and ends by
    * its lease at the latest, and calling `release()` again sends it again (each retry carries the

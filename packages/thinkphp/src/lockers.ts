@@ -28,20 +28,20 @@ export function lockerFor(
   { skewMargin, peerClockAhead }: PeerClocks,
   commandTimeout: number,
 ): Locker {
-  // Made for every Lock, to check its values: once checked, they name the shared locker safely
-  // (unchecked, '2000' would find the locker made for 2000 and never be refused).
-  const protocol = legacyProtocol({ unit: 's', skewMargin, peerClockAhead });
   let bySettings = lockers.get(redis);
   if (!bySettings) {
     bySettings = new Map();
     lockers.set(redis, bySettings);
   }
-  const settings = `${skewMargin}/${peerClockAhead}/${commandTimeout}`;
+  // JSON keeps '2000' apart from 2000: a value of the wrong type never finds the locker made for
+  // a good one, and is refused when its own is made. The protocol's defaults (2 s each) fill in
+  // what was left out, so that an option left out and one given as its default share a locker.
+  const settings = JSON.stringify([skewMargin ?? 2_000, peerClockAhead ?? 2_000, commandTimeout]);
   let locker = bySettings.get(settings);
   if (!locker) {
     locker = createLocker({
       redis,
-      protocol,
+      protocol: legacyProtocol({ unit: 's', skewMargin, peerClockAhead }),
       prefix: '',
       commandTimeout,
     });

@@ -28,6 +28,7 @@ class Pending {
     readonly at: number,
     readonly timeout: number,
     readonly reject: (reason: unknown) => void,
+    readonly abandoned: (() => void) | undefined,
   ) {}
 
   /**
@@ -44,6 +45,7 @@ function giveUp(entry: Pending): void {
   if (entry.settled) return;
   entry.timedOut = true;
   entry.reject(new CommandTimeoutError(entry.timeout));
+  entry.abandoned?.();
 }
 
 /**
@@ -114,15 +116,17 @@ const deadlines = new Deadlines();
 /**
  * Settles with `call`, or rejects with `CommandTimeoutError` after `timeout` ms, whatever the
  * connection does (ioredis may hold a command in its offline queue for a minute). A call given
- * up on keeps running: `late` is told how it ended, so a write that lands afterwards can be undone.
+ * up on keeps running: `abandoned` is told when that happens, and `late` how it ended, so a write
+ * that lands afterwards can be undone.
  */
 export function withDeadline<T>(
   call: Promise<T>,
   timeout: number,
   late?: (settled: PromiseSettledResult<T>) => void,
+  abandoned?: () => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const entry = new Pending(performance.now() + timeout, timeout, reject);
+    const entry = new Pending(performance.now() + timeout, timeout, reject, abandoned);
     deadlines.add(entry);
     call.then(
       (value) => {

@@ -168,11 +168,16 @@ class Engine implements Locker {
    */
   private readonly asleep = new Set<Waiter>();
   /**
-   * What must reach Redis before `close()` closes the backend: acquire calls and their attempts
-   * in flight (a grant that lands after the call ended is undone), undos, and the cleanups of calls
-   * that gave up (a queue place left behind would be handed the lock by the next release).
+   * What must reach Redis before `close()` closes the backend, besides the running calls: attempts
+   * given up on while still in flight (a grant that lands is undone), undos, the cleanups of calls
+   * that gave up (a queue place left behind would be handed the lock by the next release), and the
+   * releases of lost holds. Rare, so a Set; the common path only counts calls (`running`).
    */
   private readonly pending = new Set<Promise<unknown>>();
+  /** Acquire calls not yet settled, cleanup included: `close()` waits for them. */
+  private running = 0;
+  /** Set while `close()` waits for the running calls: called when the last one settles. */
+  private idle: (() => void) | undefined;
   private readonly unwatchMaster: () => void;
 
   constructor(
@@ -295,7 +300,8 @@ class Engine implements Locker {
     for (const hold of held) this.lose(hold, 'closed');
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled([
-      withDeadline(this.drain(), this.timeout),
+      // An attempt in flight may take its allowance (WAIT) as well before its grant is undone.
+      withDeadline(this.drain(), this.timeout + (this.backend.acquireAllowance ?? 0)),
       ...held.map((hold, i) =>
         hold.serial(async () => {
           const releases = await Promise.allSettled(
@@ -312,9 +318,19 @@ class Engine implements Locker {
     await withDeadline(this.backend.close(), this.timeout).catch(() => {});
   }
 
-  /** Settles once nothing is pending, including what pending work starts as it settles (a late grant's undo). */
+  /** Settles once no call runs and nothing is pending, including what settling work starts (a late grant's undo). */
   private async drain(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    for (;;) {
+      if (this.running > 0) {
+        await new Promise<void>((resolve) => {
+          this.idle = resolve;
+        });
+      } else if (this.pending.size > 0) {
+        await Promise.allSettled([...this.pending]);
+      } else {
+        return;
+      }
+    }
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -446,7 +462,16 @@ class Engine implements Locker {
       if (closed.status === 'rejected') throw closed.reason;
       return closed.value;
     }
-    if (!mayStillCount(hold)) return 'not-owner';
+    // The engine gave this hold up: that is the answer. A fresh owner's hold lost to a master
+    // change or to our clock may still be in Redis: released in the background by its owner's
+    // name (no other hold goes by it), it frees the key now rather than when it expires.
+    if (hold.lost && hold.lost.reason !== 'closed') {
+      if (hold.fresh && hold.lost.reason !== 'taken') this.releaseLost(hold, id);
+      return 'not-owner';
+    }
+    // A retry of a release that landed late and ended the hold: sent again, it could take off a
+    // hold the owner has taken since.
+    if (hold.endedLate) return 'released';
     const timeout = this.timeLeft(calledAt);
     const result = await withDeadline(
       this.backend.release(
@@ -469,14 +494,20 @@ class Engine implements Locker {
           this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: late.value }));
         }
       },
-    ).catch((error: unknown) => {
-      // The engine gave this hold up already: its release only frees the key sooner, and one
-      // that cannot reach Redis leaves the lock to its lease, as before. Not the caller's failure.
-      if (hold.lost && hold.lost.reason !== 'closed') return 'not-owner' as const;
-      throw error;
-    });
+    );
     // A retry after a release that timed out but landed: that earlier release freed the lock.
     return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
+  }
+
+  private releaseLost(hold: Hold, id: string): void {
+    const releasing = this.backend.release(
+      hold.resource,
+      hold.owner,
+      hold.token,
+      (grant) => this.queues.handOver(hold.resource, grant),
+      id,
+    );
+    this.track(withDeadline(releasing, this.timeout).catch(() => {}));
   }
 
   checkOptions(options: AcquireOptions): void {
@@ -571,14 +602,17 @@ class Engine implements Locker {
     call: AcquireCall,
     timeout: number,
   ): Promise<BackendAttempt> {
+    const sent = this.backend.acquire(request.resource, request.owner, request.ttl, context);
     return withDeadline(
-      this.track(this.backend.acquire(request.resource, request.owner, request.ttl, context)),
+      sent,
       timeout + (this.backend.acquireAllowance ?? 0),
       (late) => {
         if (late.status !== 'fulfilled' || !late.value.acquired) return;
         if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token, context);
         else if (!call.settled) call.lateToken = late.value.token;
       },
+      // Given up on, it may still land after the call has settled: `close()` waits for it.
+      () => this.track(sent),
     );
   }
 
@@ -600,13 +634,8 @@ class Engine implements Locker {
     );
   }
 
-  /** One acquire call, which `close()` lets settle (and clean up) before it closes the backend. */
-  private run(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
-    return this.track(this.acquireLoop(request, trace));
-  }
-
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
-  private async acquireLoop(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
+  private async run(request: Request, trace?: AcquireTraceContext): Promise<Lock> {
     if (this.closing.signal.aborted) throw new LockerClosedError();
     const linked = request.signal ? linkSignals(request.signal, this.closing.signal) : undefined;
     const signal = linked?.signal ?? this.closing.signal;
@@ -630,6 +659,7 @@ class Engine implements Locker {
     let handoff = false;
     const call: AcquireCall = { acquired: false, settled: false, lateToken: undefined };
     let unreachable: LockUnavailableError | undefined;
+    this.running += 1;
     try {
       for (;;) {
         if (signal.aborted) throw signal.reason;
@@ -738,6 +768,8 @@ class Engine implements Locker {
         // find its next call's queue place taken out by this call's cleanup landing late.
         await this.giveUp(request, call, attempts > 0, queueLease, started, signal.aborted && request.fresh);
       }
+      this.running -= 1;
+      if (this.running === 0) this.idle?.();
     }
   }
 
@@ -836,6 +868,8 @@ class Engine implements Locker {
     } else {
       // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
       if (live) this.lose(existing, 'expired');
+      // The new hold goes by that hold's owner name: a release of the old one would take it off.
+      if (existing) existing.fresh = false;
       hold = new Hold(
         request.key,
         request.resource,
@@ -924,18 +958,6 @@ type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
 function handedValidity(handed: HandedGrant, queuedServerTime: number): number {
   const span = handed.at - queuedServerTime + handed.lease;
   return span - clockDrift(span) - 1;
-}
-
-/**
- * Whether Redis may still count `hold`, so that its release is still sent. A hold lost to another
- * owner is not; nor, once given up, one whose owner name other holds may share (an explicit
- * owner's release could take off a hold another handle counts on). A fresh owner's hold whose
- * lease ran out by our clock, whose renewals failed or whose master changed may still be there:
- * released, it frees the key now rather than when Redis expires it.
- */
-function mayStillCount(hold: Hold): boolean {
-  const reason = hold.lost?.reason;
-  return reason === undefined || reason === 'closed' || (reason !== 'taken' && hold.fresh);
 }
 
 /** The payload of each per-hold event. */

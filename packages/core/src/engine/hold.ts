@@ -29,7 +29,10 @@ export class Hold {
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
   confirmed = false;
-  /** Its owner was made for the call that took it: no other hold, here or in another process, goes by it. */
+  /**
+   * Its owner was made for the call that took it, and no hold granted afresh since (a re-entry
+   * Redis no longer counted) goes by that name: a release by the name takes off this hold alone.
+   */
   fresh = false;
   /** A release given up on landed after all and ended the hold: a retry of it reports nothing again. */
   endedLate = false;

@@ -78,21 +78,4 @@ describe('a failed renewal', () => {
     await waiters.close();
     await holders.close();
   });
-
-  it('is retried within the validity of a plain renewed lock, until Redis answers again', async () => {
-    const admin = server.client();
-    await using link = await proxiedClient(server);
-    const locker = createLocker({ redis: link.redis, ttl: 1_500, commandTimeout: COMMAND_TIMEOUT });
-    const lock = await locker.acquire('plain');
-    link.proxy.blackhole();
-    const outcome = renewedOrLost(lock);
-    await failedRenewal();
-    await failedRenewal();
-    link.proxy.pass();
-    expect(await outcome).toBe('renewed');
-    expect(lock.signal.aborted).toBe(false);
-    expect(await admin.pttl('{lock:plain}')).toBeGreaterThan(0);
-    expect(await lock.release()).toBe('released');
-    await locker.close();
-  });
 });
