@@ -3,7 +3,7 @@ import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@l
 import { type RedisServer, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { renewals } from '../support/renewals.js';
+import { failedRenewal, renewals } from '../support/renewals.js';
 
 /**
  * How late past its own deadline a call may settle on a loaded 2-core machine (event-loop lag).
@@ -39,18 +39,6 @@ async function until(condition: () => Promise<boolean>, limit: number): Promise<
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`condition not met within ${limit} ms`);
-}
-
-/** Resolves on the next watchdog round that failed (a `lock:renew` event with `failed: true`). */
-function failedRenewal(): Promise<void> {
-  return new Promise((resolve) => {
-    const onRenew = (message: unknown) => {
-      if (!(message as { failed: boolean }).failed) return;
-      unsubscribe('lock:renew', onRenew);
-      resolve();
-    };
-    subscribe('lock:renew', onRenew);
-  });
 }
 
 const unhandled: unknown[] = [];

@@ -2,22 +2,11 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, type LockLostError } from '@lock/core';
 import { proxiedClient, type RedisServer, startRedis, waitFor } from '@lock/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failedRenewal } from '../support/renewals.js';
 
 /** Below the registration lease a renewed lock is handed over for (2 s by default). */
 const HANDED_VALIDITY_MS = 2_000;
 const COMMAND_TIMEOUT = 300;
-
-/** Resolves once a watchdog renewal round of this process failed (Redis did not answer in time). */
-function failedRenewal(): Promise<void> {
-  return new Promise((resolve) => {
-    const onRenew = (message: unknown) => {
-      if (!(message as { failed: boolean }).failed) return;
-      unsubscribe('lock:renew', onRenew);
-      resolve();
-    };
-    subscribe('lock:renew', onRenew);
-  });
-}
 
 /** Whichever comes first for `lock`: a watchdog renewal that Redis answered, or its loss. */
 function renewedOrLost(lock: Lock): Promise<'renewed' | LockLostError> {

@@ -18,6 +18,18 @@ export function renewals(count: number, key?: string): Promise<void> {
   });
 }
 
+/** Resolves on the next watchdog round of this process that failed (a `lock:renew` event with `failed: true`). */
+export function failedRenewal(): Promise<void> {
+  return new Promise((resolve) => {
+    const onRenew = (message: unknown) => {
+      if (!(message as { failed: boolean }).failed) return;
+      unsubscribe('lock:renew', onRenew);
+      resolve();
+    };
+    subscribe('lock:renew', onRenew);
+  });
+}
+
 /**
  * Takes `key` on `locker` (renewed, at the locker's ttl) until the watchdog has renewed it
  * `count` times, then releases it: a window sized by real renewals rather than by a sleep, so a
