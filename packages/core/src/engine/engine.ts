@@ -294,10 +294,11 @@ class Engine implements Locker {
     this.unwatchMaster();
     this.queues.close();
     const held = [...this.holds.values()];
-    // The handles nobody had released by now: a release already called sends its own.
-    const unreleased = held.map((hold) => hold.handles);
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
+    // The handles nobody had released by now, counted after the losses: a release already called
+    // sends its own, including one an abort listener just called (close() must not send it too).
+    const unreleased = held.map((hold) => hold.handles);
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled([
       // An attempt in flight may take its allowance (WAIT) as well before its grant is undone.
@@ -467,7 +468,8 @@ class Engine implements Locker {
     // name (no other hold goes by it), it frees the key now rather than when it expires.
     if (hold.lost && hold.lost.reason !== 'closed') {
       if (hold.fresh && hold.lost.reason !== 'taken') this.releaseLost(hold, id);
-      return 'not-owner';
+      // Unless an earlier release of it, given up on, landed after all.
+      return hold.lateRelease === 'released' ? 'released' : 'not-owner';
     }
     // A retry of a release that landed late and ended the hold: sent again, it could take off a
     // hold the owner has taken since.
@@ -866,10 +868,11 @@ class Engine implements Locker {
       hold.validUntil = sentAt + reply.validity;
       this.watchdog.reschedule(hold);
     } else {
+      // The new hold goes by that hold's owner name: a release of the old one would take it off.
+      // Before the loss below, whose abort listeners may release the old one at once.
+      if (existing) existing.fresh = false;
       // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
       if (live) this.lose(existing, 'expired');
-      // The new hold goes by that hold's owner name: a release of the old one would take it off.
-      if (existing) existing.fresh = false;
       hold = new Hold(
         request.key,
         request.resource,

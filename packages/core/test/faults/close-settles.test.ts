@@ -95,3 +95,22 @@ it('a refused attempt answered after close() joins no queue: nothing subscribes 
   await shared.close();
   await holder.close();
 });
+
+it('sends one release per handle when an abort listener releases a handle while close() ends it', async () => {
+  await using server = await startRedis();
+  const closing = createLocker({ redis: server.client() });
+  const other = createLocker({ redis: server.client() });
+  const admin = server.client();
+  // One owner name, three holds in Redis: two handles here, one in the other locker.
+  const first = await closing.acquire('k', { ttl: 30_000, owner: 'job' });
+  await closing.acquire('k', { ttl: 30_000, owner: 'job' });
+  await other.acquire('k', { ttl: 30_000, owner: 'job' });
+  expect(await admin.hget('{lock:k}', 'job')).toBe('3');
+  first.signal.addEventListener('abort', () => void first.release());
+
+  await closing.close();
+
+  // The other locker's hold is still counted.
+  expect(await admin.hget('{lock:k}', 'job')).toBe('1');
+  await other.close();
+});

@@ -36,6 +36,8 @@ it('does not release a lost hold whose owner name a re-entry granted afresh now 
   const seen: Record<string, unknown> = {};
   const outcome = await locker
     .using('k', { ttl: 30_000 }, async (outer) => {
+      // Released the moment it is lost: from inside the grant of the re-entry that loses it.
+      outer.signal.addEventListener('abort', () => void outer.release());
       // Redis loses the key (an eviction, a DEL, a failover nobody noticed): the re-entry below is
       // granted afresh, a hold of its own under the outer section's owner, and the outer one is lost.
       await admin.del('{lock:k}');
