@@ -433,11 +433,7 @@ class Engine implements Locker {
         result = await this.releaseReply(hold, id, beforeClose, calledAt);
       } catch (error) {
         hold.handles += 1;
-        this.emit('release', hold, () => ({
-          held: this.clock() - hold.acquiredAt,
-          result: 'error' as const,
-          error,
-        }));
+        this.emitRelease(hold, 'error', error);
         throw unavailable(error, hold.key, 'release');
       }
       // A retry answered by the release that landed late, which ended the hold and said so.
@@ -445,7 +441,7 @@ class Engine implements Locker {
       // Counted now, not when called: a re-entry granted while this release waited its turn (or
       // was on the wire) added a handle, which keeps the hold and its renewals.
       if (hold.handles === 0) this.forget(hold);
-      this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result }));
+      this.emitRelease(hold, result);
       return result;
     });
   }
@@ -493,12 +489,21 @@ class Engine implements Locker {
         if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
           hold.endedLate = true;
           this.forget(hold);
-          this.emit('release', hold, () => ({ held: this.clock() - hold.acquiredAt, result: late.value }));
+          this.emitRelease(hold, late.value);
         }
       },
     );
     // A retry after a release that timed out but landed: that earlier release freed the lock.
     return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
+  }
+
+  /** The `release` event of one handle's release: Redis's answer, or `'error'` with what failed. */
+  private emitRelease(hold: Hold, result: ReleaseReply | 'error', error?: unknown): void {
+    this.emit('release', hold, () => ({
+      held: this.clock() - hold.acquiredAt,
+      result,
+      ...(result === 'error' ? { error } : {}),
+    }));
   }
 
   private releaseLost(hold: Hold, id: string): void {

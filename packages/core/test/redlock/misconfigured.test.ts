@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/errors.js';
 import { createRedlock } from '../../src/redlock/index.js';
-import { freshKey, type Nodes, ownersOn, startNodes } from './support.js';
+import { freshKey, idle, type Nodes, ownersOn, refusal, startNodes } from './support.js';
 
 // D6: a RedLock configuration that cannot work is refused (a ttl that leaves no validity, two
 // clients of one redis-server) and one that works badly is warned about (a node timeout not
@@ -16,18 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await nodes.masters.stop();
 });
-
-const idle = () => new Redis({ lazyConnect: true, enableOfflineQueue: false });
-
-function refusal(build: () => unknown): InvalidOptionError {
-  try {
-    build();
-  } catch (error) {
-    if (error instanceof InvalidOptionError) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
 
 const caught = (promise: Promise<unknown>) =>
   promise.then(

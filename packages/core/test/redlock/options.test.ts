@@ -1,25 +1,13 @@
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InvalidOptionError } from '../../src/errors.js';
 import { tokenProtocol } from '../../src/protocols/token/token.js';
 import { createRedlock, quorumBackend } from '../../src/redlock/index.js';
+import { idle, refusal } from './support.js';
 
 // Bad options are refused with a typed error naming the value, before any connection is used.
-const idle = () => new Redis({ lazyConnect: true, enableOfflineQueue: false });
 const [a, b, c] = [idle(), idle(), idle()];
 afterAll(() => {
   for (const client of [a, b, c]) client.disconnect();
 });
-
-function refusal(build: () => unknown): InvalidOptionError {
-  try {
-    build();
-  } catch (error) {
-    if (error instanceof InvalidOptionError) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
 
 describe('RedLock options', () => {
   it.each([

@@ -1,5 +1,6 @@
 import { type RedisMasters, startMasters } from '@lock/testing';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { InvalidOptionError } from '../../src/errors.js';
 import type { RedisClient } from '../../src/protocol.js';
 import { tokenProtocol } from '../../src/protocols/token/token.js';
 import { type QuorumBackendOptions, quorumBackend } from '../../src/redlock/index.js';
@@ -41,4 +42,18 @@ export function subsetsOf(count: number): number[] {
 
 export function membersOf(mask: number, count: number): number[] {
   return Array.from({ length: count }, (_, index) => index).filter((index) => (mask >> index) & 1);
+}
+
+/** A client that never connects: for options refused before anything is sent. */
+export const idle = () => new Redis({ lazyConnect: true, enableOfflineQueue: false });
+
+/** The `InvalidOptionError` that `build` throws; fails the test if it throws anything else, or nothing. */
+export function refusal(build: () => unknown): InvalidOptionError {
+  try {
+    build();
+  } catch (error) {
+    if (error instanceof InvalidOptionError) return error;
+    throw error;
+  }
+  throw new Error('accepted');
 }
