@@ -22,7 +22,9 @@ class Pending {
   next: Pending | undefined;
   linked = false;
   settled = false;
-  timedOut = false;
+  givenUp = false;
+  /** Removes the listener on the caller's signal, when one was given. */
+  unlisten: (() => void) | undefined;
 
   constructor(
     readonly at: number,
@@ -41,10 +43,12 @@ class Pending {
   }
 }
 
-function giveUp(entry: Pending): void {
-  if (entry.settled) return;
-  entry.timedOut = true;
-  entry.reject(new CommandTimeoutError(entry.timeout));
+function giveUp(entry: Pending, reason: unknown = new CommandTimeoutError(entry.timeout)): void {
+  if (entry.settled || entry.givenUp) return;
+  entry.givenUp = true;
+  deadlines.delete(entry);
+  entry.unlisten?.();
+  entry.reject(reason);
   entry.abandoned?.();
 }
 
@@ -115,19 +119,25 @@ const deadlines = new Deadlines();
 
 /**
  * Settles with `call`, or rejects with `CommandTimeoutError` after `timeout` ms, whatever the
- * connection does (ioredis may hold a command in its offline queue for a minute). A call given
- * up on keeps running: `abandoned` is told when that happens, and `late` how it ended, so a write
- * that lands afterwards can be undone.
+ * connection does (ioredis may hold a command in its offline queue for a minute), or with the
+ * reason of `signal` as soon as it aborts. A call given up on keeps running: `abandoned` is told
+ * when that happens, and `late` how it ended, so a write that lands afterwards can be undone.
  */
 export function withDeadline<T>(
   call: Promise<T>,
   timeout: number,
   late?: (settled: PromiseSettledResult<T>) => void,
   abandoned?: () => void,
+  signal?: AbortSignal,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const entry = new Pending(performance.now() + timeout, timeout, reject, abandoned);
-    deadlines.add(entry);
+    if (signal?.aborted) {
+      giveUp(entry, signal.reason);
+    } else {
+      deadlines.add(entry);
+      if (signal) listen(entry, signal);
+    }
     call.then(
       (value) => {
         if (answered(entry)) resolve(value);
@@ -141,11 +151,18 @@ export function withDeadline<T>(
   });
 }
 
-/** Marks the call answered; whether its caller still waits for it (the deadline did not give up on it). */
+function listen(entry: Pending, signal: AbortSignal): void {
+  const aborted = () => giveUp(entry, signal.reason);
+  signal.addEventListener('abort', aborted, { once: true });
+  entry.unlisten = () => signal.removeEventListener('abort', aborted);
+}
+
+/** Marks the call answered; whether its caller still waits for it (neither the deadline nor the signal gave up on it). */
 function answered(entry: Pending): boolean {
   entry.settled = true;
-  if (entry.timedOut) return false;
+  if (entry.givenUp) return false;
   deadlines.delete(entry);
+  entry.unlisten?.();
   return true;
 }
 

@@ -596,18 +596,31 @@ class Engine implements Locker {
    * an explicit owner); for a fresh owner only once the call has ended without the lock, since
    * until then a later attempt of the same call may be answered with that very hold.
    */
-  private attempt(request: Request, context: AttemptContext, call: AcquireCall): Promise<BackendAttempt> {
-    if (!request.enclosing) return this.send(request, context, call, this.timeout);
+  private attempt(
+    request: Request,
+    context: AttemptContext,
+    call: AcquireCall,
+    signal: AbortSignal | undefined,
+  ): Promise<BackendAttempt> {
+    if (!request.enclosing) return this.send(request, context, call, this.timeout, signal);
     // Its deadline counts from now, not from its turn behind a renewal in flight.
     const calledAt = this.clock();
-    return request.enclosing.serial(() => this.send(request, context, call, this.timeLeft(calledAt)));
+    return request.enclosing.serial(() =>
+      this.send(request, context, call, this.timeLeft(calledAt), undefined),
+    );
   }
 
+  /**
+   * A fresh owner's attempt is given up on as soon as `signal` aborts: its grant, landing late,
+   * is undone once the call has ended. Other owners wait for the answer, since their next call
+   * must not find its queue place taken out by this call's cleanup landing late.
+   */
   private send(
     request: Request,
     context: AttemptContext,
     call: AcquireCall,
     timeout: number,
+    signal: AbortSignal | undefined,
   ): Promise<BackendAttempt> {
     const sent = this.backend.acquire(request.resource, request.owner, request.ttl, context);
     return withDeadline(
@@ -620,6 +633,7 @@ class Engine implements Locker {
       },
       // Given up on, it may still land after the call has settled: `close()` waits for it.
       () => this.track(sent),
+      request.fresh ? signal : undefined,
     );
   }
 
@@ -699,9 +713,10 @@ class Engine implements Locker {
         };
         let attempt: BackendAttempt;
         try {
-          attempt = await this.attempt(request, context, call);
+          attempt = await this.attempt(request, context, call, linked?.signal);
           unreachable = undefined;
         } catch (error) {
+          if (signal.aborted && error === signal.reason) throw error;
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
           if (!isUnreachable(error)) throw redacted(error);
           unreachable = unavailable(error, request.key, 'acquire') as LockUnavailableError;

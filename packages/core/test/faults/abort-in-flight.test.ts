@@ -1,0 +1,40 @@
+import { createLocker, LockAbortError } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { expect, it } from 'vitest';
+
+const COMMAND_TIMEOUT = 5_000;
+
+it('an abort while the attempt is on the wire to a frozen Redis settles at once; the grant landing later is undone', async () => {
+  await using server = await startRedis();
+  const redis = server.client();
+  const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+  const before = await locker.acquire('k');
+  await before.release();
+
+  server.pause();
+  const controller = new AbortController();
+  const acquiring = locker.acquire('k', { signal: controller.signal, wait: 30_000 });
+  const settled = acquiring.then(
+    () => 'acquired',
+    (error: unknown) => error,
+  );
+  // The attempt was written before acquire() returned: no reply can come while Redis is frozen.
+  await new Promise((resolve) => setImmediate(resolve));
+  const abortedAt = performance.now();
+  controller.abort(new Error('the request went away'));
+  const outcome = await settled;
+  const took = performance.now() - abortedAt;
+  server.resume();
+
+  expect(outcome).toBeInstanceOf(LockAbortError);
+  expect((outcome as LockAbortError).cause).toEqual(new Error('the request went away'));
+  // Before, the call settled only once the attempt timed out (a full command timeout).
+  expect(took).toBeLessThan(COMMAND_TIMEOUT);
+
+  // The frozen attempt ran once Redis resumed and was granted (it drew a fence); nobody uses
+  // that grant, so the engine gives it back and the next caller gets the lock after it.
+  const next = await locker.acquire('k', { wait: 10_000 });
+  expect(next.fence).toBe(before.fence + 2);
+  await next.release();
+  await locker.close();
+}, 30_000);
