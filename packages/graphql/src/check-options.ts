@@ -29,7 +29,8 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
       );
   }
   const { locker, name = 'locked', ttl, wait, keys = {} } = options;
-  if (typeof locker?.acquire !== 'function' || typeof locker.checkOptions !== 'function')
+  // The two methods the directive calls: `checkOptions` now, `using` on every field call.
+  if (typeof locker?.using !== 'function' || typeof locker.checkOptions !== 'function')
     throw new InvalidOptionError('locker', locker, 'a Locker from @lock/core (or any package built on it)');
   if (typeof name !== 'string' || !GRAPHQL_NAME.test(name))
     throw new InvalidOptionError('name', name, 'a GraphQL name');

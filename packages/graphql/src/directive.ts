@@ -1,5 +1,5 @@
-import { getDirective, MapperKind, mapSchema } from '@graphql-tools/utils';
-import { checkTtl, checkWait, type Locker, MAX_TTL, MIN_TTL } from '@lock/core';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
+import type { Locker } from '@lock/core';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
@@ -15,6 +15,8 @@ import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
 import { type LockedField, lockedResolver } from './locked-resolver.js';
 import type { LockedDirectiveOptions, Settings } from './options.js';
+import { onlyDirective, refuseElsewhere } from './placement.js';
+import { show } from './show-value.js';
 import { parseTemplate } from './template.js';
 
 /** What `lockedDirective` returns: the SDL to add to your type definitions, and the schema transformer. */
@@ -56,6 +58,7 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
 `,
     lockedDirectiveTransformer: (schema) =>
       mapSchema(schema, {
+        ...refuseElsewhere(schema, name),
         [MapperKind.OBJECT_FIELD]: (config, fieldName, typeName) => {
           const coordinate = `${typeName}.${fieldName}`;
           const directive = onlyDirective(schema, config, coordinate, name);
@@ -92,18 +95,6 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
   };
 }
 
-function onlyDirective(
-  schema: GraphQLSchema,
-  config: GraphQLFieldConfig<unknown, unknown>,
-  coordinate: string,
-  name: string,
-): Record<string, unknown> | undefined {
-  const found = getDirective(schema, config, name);
-  if (found === undefined || found.length === 0) return undefined;
-  if (found.length > 1) throw new LockedDirectiveError(coordinate, `has @${name} ${found.length} times`);
-  return found[0];
-}
-
 function lockedField(
   directive: Record<string, unknown>,
   config: GraphQLFieldConfig<unknown, unknown>,
@@ -123,27 +114,8 @@ function lockedField(
     throw new LockedDirectiveError(coordinate, `${at}(key: ${show(key)}) must be a key template string`);
   return {
     coordinate,
-    ttl:
-      ttl == null
-        ? settings.ttl
-        : lockerTtl(
-            settings.locker,
-            checkedArgument(
-              () => checkTtl(ttl),
-              coordinate,
-              `${at}(ttl: ${show(ttl)}) must be an integer number of ms from ${MIN_TTL} to ${MAX_TTL}`,
-            ),
-            coordinate,
-            at,
-          ),
-    wait:
-      wait == null
-        ? settings.wait
-        : checkedArgument(
-            () => checkWait(wait),
-            coordinate,
-            `${at}(wait: ${show(wait)}) must be an integer number of ms from 0 to ${MAX_TTL}`,
-          ),
+    ttl: ttl == null ? settings.ttl : lockerChecked(settings.locker, 'ttl', ttl, coordinate, at),
+    wait: wait == null ? settings.wait : lockerChecked(settings.locker, 'wait', wait, coordinate, at),
     // After ttl and wait: their refusals come first, as they did.
     template: parseTemplate(key, { coordinate, args: config.args }, settings.keys, at),
     listDepth: listDepth(config.type),
@@ -151,40 +123,30 @@ function lockedField(
   };
 }
 
-/** A code-first directive value as given: quoted when a string, so "0" does not read as 0. */
-function show(value: unknown): string {
-  if (typeof value === 'number') return String(value);
-  if (typeof value === 'bigint') return `${value}n`;
-  try {
-    return JSON.stringify(value) ?? typeof value;
-  } catch {
-    return typeof value;
-  }
-}
-
 function listDepth(type: GraphQLOutputType): number {
   const nullable = getNullableType(type);
   return isListType(nullable) ? 1 + listDepth(nullable.ofType) : 0;
 }
 
-/** A ttl the locker's format refuses (one in whole seconds for a PHP fleet) fails the schema, not every call. */
-function lockerTtl(locker: Locker, ttl: number, coordinate: string, at: string): number {
+/**
+ * The locker owns the rule for its options (a format in whole seconds refuses more than core's
+ * range), so a directive argument it would refuse on every call fails the schema instead.
+ */
+function lockerChecked(
+  locker: Locker,
+  name: 'ttl' | 'wait',
+  value: unknown,
+  coordinate: string,
+  at: string,
+): number {
   try {
-    locker.checkOptions({ ttl });
+    locker.checkOptions({ [name]: value });
   } catch (error) {
     throw new LockedDirectiveError(
       coordinate,
-      `${at}(ttl: ${ttl}) is refused by the locker: ${(error as Error).message}`,
+      `${at}(${name}: ${show(value)}) is refused by the locker: ${(error as Error).message}`,
+      { cause: error },
     );
   }
-  return ttl;
-}
-
-/** Core's check of a directive argument, its refusal reported against the field. */
-function checkedArgument(check: () => number, coordinate: string, why: string): number {
-  try {
-    return check();
-  } catch {
-    throw new LockedDirectiveError(coordinate, why);
-  }
+  return value as number;
 }

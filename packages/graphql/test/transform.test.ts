@@ -81,7 +81,13 @@ describe('templates are checked when the schema is transformed', () => {
     [
       'a negative ttl',
       'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: -1) } type Query { x: Int }',
-      'Mutation.payOrder: @locked(ttl: -1) must be an integer number of ms from 10 to 2147483647',
+      'Mutation.payOrder: @locked(ttl: -1) is refused by the locker: invalid option "ttl": -1 (expected an integer number of ms from 10 to 2147483647)',
+    ],
+    [
+      // GraphQL's SDL validation does not check argument values: graphql-tools refuses it when read.
+      'a ttl of the wrong type',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: "5000") } type Query { x: Int }',
+      'Mutation.payOrder: @locked cannot be read: Argument "ttl" has invalid value "5000".',
     ],
     [
       'a key function named after a member of Object.prototype',
@@ -132,6 +138,60 @@ describe('fields the directive refuses', () => {
     expect(apply).toThrow(/^Payable\.pay: @locked on an interface field would lock nothing/);
   });
 
+  const anywhere = (sdl: string) => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker });
+    const schema = makeExecutableSchema({
+      typeDefs: [
+        // A declaration wider than lockedDirectiveTypeDefs' (code-first extensions can put it anywhere too).
+        'directive @locked(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION | OBJECT | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION | ENUM_VALUE',
+        'input PayInput { orderId: ID }',
+        'enum Speed { NOW LATER }',
+        sdl,
+      ],
+    });
+    return () => lockedDirectiveTransformer(schema);
+  };
+
+  it.each([
+    [
+      'an object type',
+      'type Mutation @locked(key: "all") { pay(id: ID!): Int } type Query { x: Int }',
+      'Mutation: @locked on a type would lock nothing: put it on the fields whose calls it should lock',
+    ],
+    [
+      'an argument',
+      'type Mutation { pay(id: ID! @locked(key: "order:{args.id}")): Int } type Query { x: Int }',
+      'Mutation.pay(id:): @locked on an argument would lock nothing: put it on the fields whose calls it should lock',
+    ],
+    [
+      'an input field',
+      'input Order { id: ID @locked(key: "order") } type Query { x(o: Order): Int }',
+      'Order.id: @locked on an input field would lock nothing: put it on the fields whose calls it should lock',
+    ],
+    [
+      'an enum value',
+      'enum Lane { FAST @locked(key: "lane") } type Query { x(l: Lane): Int }',
+      'Lane.FAST: @locked on an enum value would lock nothing: put it on the fields whose calls it should lock',
+    ],
+  ])('refuses the directive on %s, where it would lock nothing', (_, sdl, message) => {
+    expect(anywhere(sdl)).toThrowError(LockedDirectiveError);
+    expect(anywhere(sdl)).toThrow(message);
+  });
+
+  it('refuses a code-first directive on an object type', () => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker });
+    const schema = new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        extensions: { directives: { locked: { key: 'all' } } },
+        fields: { order: { type: GraphQLInt } },
+      }),
+    });
+    expect(() => lockedDirectiveTransformer(schema)).toThrow(
+      'Query: @locked on a type would lock nothing: put it on the fields whose calls it should lock',
+    );
+  });
+
   it('refuses unknown or mistyped arguments in code-first extensions', () => {
     const { lockedDirectiveTransformer } = lockedDirective({ locker });
     const schemaWith = (directives: Record<string, unknown>) =>
@@ -150,10 +210,10 @@ describe('fields the directive refuses', () => {
       'Query.order: @locked(key: 5) must be a key template string',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', wait: 1.5 } }))).toThrow(
-      'Query.order: @locked(wait: 1.5) must be an integer number of ms from 0 to 2147483647',
+      'Query.order: @locked(wait: 1.5) is refused by the locker: invalid option "wait": 1.5 (expected a non-negative integer number of ms, or Infinity)',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: { key: 'o', ttl: 2 ** 31 } }))).toThrow(
-      'Query.order: @locked(ttl: 2147483648) must be an integer number of ms from 10 to 2147483647',
+      'Query.order: @locked(ttl: 2147483648) is refused by the locker: invalid option "ttl": 2147483648 (expected an integer number of ms from 10 to 2147483647)',
     );
     expect(() => lockedDirectiveTransformer(schemaWith({ locked: [{ key: 'a' }, { key: 'b' }] }))).toThrow(
       'Query.order: has @locked 2 times',
@@ -162,7 +222,7 @@ describe('fields the directive refuses', () => {
 });
 
 describe('directive values are printed as given', () => {
-  const schemaWith = (locked: Record<string, unknown>) =>
+  const schemaWith = (locked: unknown) =>
     new GraphQLSchema({
       query: new GraphQLObjectType({
         name: 'Query',
@@ -174,19 +234,21 @@ describe('directive values are printed as given', () => {
     [
       'a string ttl',
       { key: 'o', ttl: '0' },
-      'Query.order: @locked(ttl: "0") must be an integer number of ms from 10 to 2147483647',
+      'Query.order: @locked(ttl: "0") is refused by the locker: invalid option "ttl": "0" (expected an integer number of ms from 10 to 2147483647)',
     ],
     [
       'a list wait',
       { key: 'o', wait: [5000] },
-      'Query.order: @locked(wait: [5000]) must be an integer number of ms from 0 to 2147483647',
+      'Query.order: @locked(wait: [5000]) is refused by the locker: invalid option "wait": [5000] (expected a non-negative integer number of ms, or Infinity)',
     ],
     [
       'a NaN ttl',
       { key: 'o', ttl: Number.NaN },
-      'Query.order: @locked(ttl: NaN) must be an integer number of ms from 10 to 2147483647',
+      'Query.order: @locked(ttl: NaN) is refused by the locker: invalid option "ttl": NaN (expected an integer number of ms from 10 to 2147483647)',
     ],
     ['a list key', { key: ['o'] }, 'Query.order: @locked(key: ["o"]) must be a key template string'],
+    ['null arguments', null, 'Query.order: @locked must be given its arguments as an object, not null'],
+    ['a string', 'order:1', 'Query.order: @locked must be given its arguments as an object, not "order:1"'],
   ])('refuses %s, naming its value', (_, directive, message) => {
     const { lockedDirectiveTransformer } = lockedDirective({ locker });
     expect(() => lockedDirectiveTransformer(schemaWith(directive))).toThrow(message);
@@ -200,6 +262,11 @@ describe('factory options', () => {
       'invalid option "locker": undefined (expected a Locker from @lock/core (or any package built on it))',
     ],
     [{ locker: { acquire() {} } }, 'invalid option "locker": {}'],
+    // Every field call goes through `using`: a locker without it would fail each call instead.
+    [
+      { locker: { acquire() {}, checkOptions() {} } },
+      'invalid option "locker": {} (expected a Locker from @lock/core (or any package built on it))',
+    ],
     [{ name: 'lock-ed' }, 'invalid option "name": "lock-ed" (expected a GraphQL name)'],
     [{ ttl: 0 }, 'invalid option "ttl": 0 (expected an integer number of ms from 10 to 2147483647)'],
     [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],
@@ -253,6 +320,36 @@ describe('factory options', () => {
     );
     expect(() => lockedDirectiveTransformer(schema(2_000))).not.toThrow();
     await seconds.close();
+  });
+
+  it('leaves the rule for a directive wait to the locker, keeping its refusal as the cause', () => {
+    // A locker of your own (a wrapper with a policy) may refuse more than core does.
+    const patient = Object.create(locker, {
+      checkOptions: {
+        value(options: { wait?: number }) {
+          if ((options.wait ?? 0) > 5_000) throw new InvalidOptionError('wait', options.wait, 'at most 5000');
+          locker.checkOptions(options);
+        },
+      },
+    }) as Locker;
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker: patient });
+    const schema = makeExecutableSchema({
+      typeDefs: [
+        lockedDirectiveTypeDefs,
+        'type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}", wait: 6000) } type Query { x: Int }',
+      ],
+    });
+    let refusal: unknown;
+    try {
+      lockedDirectiveTransformer(schema);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(LockedDirectiveError);
+    expect((refusal as Error).message).toBe(
+      'Mutation.pay: @locked(wait: 6000) is refused by the locker: invalid option "wait": 6000 (expected at most 5000)',
+    );
+    expect((refusal as Error).cause).toBeInstanceOf(InvalidOptionError);
   });
 
   it('names the directive as told', () => {

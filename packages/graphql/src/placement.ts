@@ -1,0 +1,80 @@
+import {
+  type DirectableGraphQLObject,
+  getDirective,
+  MapperKind,
+  type SchemaMapper,
+} from '@graphql-tools/utils';
+import {
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  isEnumType,
+  isInputObjectType,
+  isInterfaceType,
+  isObjectType,
+} from 'graphql';
+import { LockedDirectiveError } from './directive-error.js';
+import { show } from './show-value.js';
+
+/** The arguments of the one directive `name` on `node`, or `undefined` when it has none. */
+export function onlyDirective(
+  schema: GraphQLSchema,
+  node: DirectableGraphQLObject,
+  coordinate: string,
+  name: string,
+): Record<string, unknown> | undefined {
+  let found: unknown[] | undefined;
+  try {
+    found = getDirective(schema, node, name);
+  } catch (error) {
+    // SDL validation leaves argument values unchecked (`ttl: "5000"`): reading them refuses them.
+    throw new LockedDirectiveError(coordinate, `@${name} cannot be read: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (found === undefined || found.length === 0) return undefined;
+  if (found.length > 1) throw new LockedDirectiveError(coordinate, `has @${name} ${found.length} times`);
+  const [args] = found;
+  // Code-first extensions take any value: `locked: null` must not fail as a bare TypeError.
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    throw new LockedDirectiveError(
+      coordinate,
+      `@${name} must be given its arguments as an object, not ${show(args)}`,
+    );
+  return args as Record<string, unknown>;
+}
+
+/**
+ * Refuses the directive wherever it would lock nothing: only the fields of object types have
+ * resolvers to wrap (interface fields are refused by the field mapper, with their own advice).
+ * GraphQL validation keeps it on fields in SDL declared by `lockedDirectiveTypeDefs`, but not in
+ * code-first extensions or under a wider declaration of the directive.
+ */
+export function refuseElsewhere(schema: GraphQLSchema, name: string): SchemaMapper {
+  return {
+    [MapperKind.TYPE]: (type) => {
+      for (const [node, coordinate, what] of placesIn(type)) {
+        if (onlyDirective(schema, node, coordinate, name) !== undefined)
+          throw new LockedDirectiveError(
+            coordinate,
+            `@${name} on ${what} would lock nothing: put it on the fields whose calls it should lock`,
+          );
+      }
+      return type;
+    },
+  };
+}
+
+/** The type and what it holds other than output fields, each with its schema coordinate. */
+function placesIn(type: GraphQLNamedType): [DirectableGraphQLObject, string, string][] {
+  const places: [DirectableGraphQLObject, string, string][] = [[type, type.name, 'a type']];
+  if (isObjectType(type) || isInterfaceType(type))
+    for (const field of Object.values(type.getFields()))
+      for (const arg of field.args)
+        places.push([arg, `${type.name}.${field.name}(${arg.name}:)`, 'an argument']);
+  if (isInputObjectType(type))
+    for (const field of Object.values(type.getFields()))
+      places.push([field, `${type.name}.${field.name}`, 'an input field']);
+  if (isEnumType(type))
+    for (const value of type.getValues()) places.push([value, `${type.name}.${value.name}`, 'an enum value']);
+  return places;
+}
