@@ -8,7 +8,8 @@
   An attempt the engine names passes the latch list of its hash field,
   redisson_lock_attempt:{name}:<field>, last in KEYS, and its attempt id last in ARGV; an
   unnamed one (a direct protocol call) passes neither, and counts as often as it is sent. The
-  list holds "<fence>:<attempt id>" of the field's latest applied attempts, newest first.
+  list holds "<fence>:<attempt id>" of the field's latest applied attempts, newest first (the
+  fair lock also keeps "<fence>:", naming no attempt, for a turn it keeps: see fair/turn.lua).
 
   How many it keeps: a copy can only be of an attempt whose reply the client has not read yet.
   ioredis resends on the one connection, in order and ahead of anything sent after the reset,

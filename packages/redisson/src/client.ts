@@ -3,6 +3,7 @@ import {
   bounded,
   createEngine,
   DEFAULT_COMMAND_TIMEOUT,
+  DEFAULT_RETRY,
   type Lock,
   type Locker,
   LockerClosedError,
@@ -55,9 +56,12 @@ export class ClientCore {
     this.protocols = {
       lock: new RLockProtocol(),
       fenced: new FencedLockProtocol(),
-      fair: new FairLockProtocol(
-        options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout },
-      ),
+      fair: new FairLockProtocol({
+        ...(options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout }),
+        // A turn kept for a waiter lasts until its next attempt lands: the longest backoff and
+        // two round trips, as the engine's own queue registrations do.
+        turnGrace: (options.retry?.max ?? DEFAULT_RETRY.max) + 2 * this.commandTimeout,
+      }),
       read: new ReadLockProtocol(),
       write: new WriteLockProtocol(),
     };

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidOptionError } from '@lock/core';
+import { waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FairLockProtocol } from '../src/fair/protocol.js';
 import { dump } from './helpers/observe.js';
 import { useRedis } from './helpers/server.js';
+import { JavaPeer } from './peer/java-peer.js';
 
 const name = 'orders:42';
 const queue = 'redisson_lock_queue:{orders:42}';
@@ -166,6 +168,7 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
       expect((error as Error).message).toContain(String(waitTimeout));
     }
     expect(() => new FairLockProtocol({ now: 5 as never })).toThrow(InvalidOptionError);
+    expect(() => new FairLockProtocol({ turnGrace: 0 })).toThrow(/turnGrace/);
   });
 
   it('unlocking a lock that is already gone succeeds and wakes the head, as Redisson does', async () => {
@@ -176,5 +179,97 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     expect(await published.take()).toEqual([{ channel: `${channel}:${b}`, message: '0' }]);
     await protocol.acquire(redis, name, b, 30_000);
     expect(await protocol.release(redis, name, c, '30000')).toBe('not-owner');
+  });
+
+  describe('a grant the engine gives back (its reply came after the attempt timed out)', () => {
+    const latches = (owner: string) => `redisson_lock_attempt:{orders:42}:${owner}`;
+    const waiting = (attempt: string) => ({ wait: Number.POSITIVE_INFINITY, attempt });
+
+    /** A holds; B, then C, wait; A unlocks and B's attempt b1 (one that may wait unless told) takes the lock in its turn. */
+    async function grantInTurn(wait = Number.POSITIVE_INFINITY) {
+      await protocol.acquire(redis, name, a, 30_000, waiting('a1'));
+      await protocol.acquire(redis, name, b, 30_000, waiting('b0'));
+      await protocol.acquire(redis, name, c, 30_000, waiting('c0'));
+      await protocol.release(redis, name, a, '30000');
+      expect(await protocol.acquire(redis, name, b, 30_000, { wait, attempt: 'b1' })).toMatchObject({
+        acquired: true,
+        holds: 1,
+        fence: 2,
+      });
+      await published.take();
+    }
+
+    it('stays with the waiter while others wait, for its next attempt to claim with the same fence', async () => {
+      await grantInTurn();
+      const deadlineC = Number(await redis.zscore(zset, c));
+      expect(await protocol.undo(redis, name, b, '30000', 'b1')).toBe('held');
+      const kept = await dump(redis);
+      expect(kept[name]!.value).toEqual({ [b]: '1' });
+      expect(kept[name]!.pttl).toBeGreaterThan(0);
+      expect(kept[name]!.pttl).toBeLessThanOrEqual(2_000);
+      expect(kept[latches(b)]!.value).toEqual(['2:']);
+      expect(kept[queue]!.value).toEqual([c]);
+      expect(kept[zset]!.value).toEqual({ [c]: deadlineC });
+      // Sent again, the undo finds its attempt gone and changes nothing.
+      expect(await protocol.undo(redis, name, b, '30000', 'b1')).toBe('held');
+      expect((await dump(redis))[latches(b)]).toEqual(kept[latches(b)]);
+      // C waits for B as for any holder, and so does a Java newcomer (queued behind C).
+      expect((await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).acquired).toBe(false);
+      const java = new JavaPeer(redis, redis);
+      expect(await java.fairTryLockOnce(name, 1, 300_000, now)).toBeGreaterThan(0);
+      expect(await redis.lrange(queue, 0, -1)).toEqual([c, java.owner(1)]);
+
+      expect(await protocol.acquire(redis, name, b, 30_000, waiting('b2'))).toEqual({
+        acquired: true,
+        holds: 1,
+        fence: 2,
+        token: '30000',
+      });
+      expect(await redis.hgetall(name)).toEqual({ [b]: '1' });
+      expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+      expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:b2']);
+      expect(await redis.get(token)).toBe('2');
+      expect(await protocol.release(redis, name, b, '30000')).toBe('released');
+      expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+      expect(await protocol.acquire(redis, name, c, 30_000, waiting('c2'))).toMatchObject({ fence: 3 });
+    });
+
+    it('goes to the head of the queue at once when the waiter gives up', async () => {
+      await grantInTurn();
+      await protocol.undo(redis, name, b, '30000', 'b1');
+      await protocol.abandon(redis, name, b, waiting('b2'));
+      expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+      expect(Object.keys(await dump(redis))).toEqual([queue, zset, token]);
+      expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({ holds: 1 });
+    });
+
+    it('lapses to the head of the queue when no attempt claims it', async () => {
+      const brief = new FairLockProtocol({ now: () => now, turnGrace: 1 });
+      await grantInTurn();
+      await brief.undo(redis, name, b, '30000', 'b1');
+      await waitFor('the kept grant expired', async () => (await redis.exists(name)) === 0);
+      expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({ holds: 1 });
+    });
+
+    it('is freed for the head of the queue when the attempt could not wait: it took no turn', async () => {
+      await grantInTurn(0);
+      expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:b1!']);
+      expect(await protocol.undo(redis, name, b, '30000', 'b1')).toBe('released');
+      expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+      expect(Object.keys(await dump(redis))).toEqual([queue, zset, token]);
+      expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({ holds: 1 });
+    });
+
+    it('is freed at once when nobody waits, and a re-entry given back takes off its own hold only', async () => {
+      await protocol.acquire(redis, name, a, 30_000, waiting('a1'));
+      await protocol.acquire(redis, name, a, 30_000, waiting('a2'));
+      expect(await protocol.undo(redis, name, a, '30000', 'a2')).toBe('held');
+      expect(await protocol.undo(redis, name, a, '30000', 'a2')).toBe('held');
+      expect(await redis.hgetall(name)).toEqual({ [a]: '1' });
+      expect(await protocol.undo(redis, name, a, '30000', 'a1')).toBe('released');
+      expect(Object.keys(await dump(redis))).toEqual([token]);
+      expect(await protocol.undo(redis, name, a, '30000', 'a1')).toBe('not-owner');
+      expect(await published.take()).toEqual([]);
+    });
   });
 });

@@ -9,7 +9,9 @@
   holder's lease); taking the lock moves every later deadline one allowance closer.
 
   A copy of an attempt already applied (resent after a lost reply) answers the hold as it
-  stands and changes nothing, not even the queue; see attempt.lua, prefixed to this script.
+  stands and changes nothing, not even the queue; see attempt.lua, prefixed to this script. An
+  attempt of an owner whose late grant was kept for it (turn.lua, undo.lua) claims that grant,
+  with its fence and a fresh lease, instead of counting a second hold.
 
   KEYS[1] lock hash
   KEYS[2] queue list redisson_lock_queue:{name}
@@ -56,6 +58,14 @@ if redis.call('exists', lock) == 0 and (not head or head == owner) then
 end
 
 local holds = tonumber(redis.call('hget', lock, owner))
+-- The grant kept for this owner after the engine gave it back (undo.lua): this attempt's now.
+local kept = holds and latches and keptTurn(latches)
+if kept then
+  recordAttempt(latches, attempt, kept, 1, lease)
+  dropWaiters(queue, deadlines, dead)
+  redis.call('pexpire', lock, lease)
+  return {1, 1, kept, lease}
+end
 if holds then
   local fence = tonumber(redis.call('get', counter) or '0')
   local ttl = math.max(redis.call('pttl', lock), lease)

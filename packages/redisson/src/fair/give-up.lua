@@ -2,22 +2,43 @@
   A fair-lock waiter leaves the queue (RedissonFairLock.acquireFailedAsync): everyone behind
   it moves one wait allowance closer, then it is removed from the queue and the deadlines.
 
+  A grant kept for it (turn.lua, undo.lua) that no attempt of its claimed goes first, as an
+  unlock would free it: the head of the queue is woken (before anything is written, as in the
+  release script), the dead waiters ahead of it dropped, and the lock and the owner's attempt
+  latches deleted. (dead-waiters.lua and turn.lua are prefixed to this script.)
+
   KEYS[1] queue list redisson_lock_queue:{name}
   KEYS[2] deadline zset redisson_lock_timeout:{name}
+  KEYS[3] lock hash
+  KEYS[4] channel prefix redisson_lock__channel:{name} (a waiter's channel adds ":<owner>")
+  KEYS[5] the waiter's attempt latches redisson_lock_attempt:{name}:<owner>
   ARGV[1] owner field of the waiter
   ARGV[2] wait allowance in ms it joined with
+  ARGV[3] the caller's clock, epoch ms
+  ARGV[4] "publish" or "spublish"
+  ARGV[5] unlock message ("0")
 
   Returns nil.
 ]]
-local waiters = redis.call('lrange', KEYS[1], 0, -1)
+local queue, deadlines, lock, latches = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+if redis.call('hexists', lock, ARGV[1]) == 1 and keptTurn(latches) then
+  local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[3]))
+  if head then
+    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[5])
+  end
+  dropWaiters(queue, deadlines, dead)
+  redis.call('del', lock, latches)
+end
+
+local waiters = redis.call('lrange', queue, 0, -1)
 local behind = false
 for _, waiter in ipairs(waiters) do
   if behind then
-    redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), waiter)
+    redis.call('zincrby', deadlines, -tonumber(ARGV[2]), waiter)
   elseif waiter == ARGV[1] then
     behind = true
   end
 end
-redis.call('zrem', KEYS[2], ARGV[1])
-redis.call('lrem', KEYS[1], 0, ARGV[1])
+redis.call('zrem', deadlines, ARGV[1])
+redis.call('lrem', queue, 0, ARGV[1])
 return nil

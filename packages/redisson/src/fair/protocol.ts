@@ -25,9 +25,12 @@ import deadWaitersLua from './dead-waiters.lua';
 import forceReleaseLua from './force-release.lua';
 import giveUpLua from './give-up.lua';
 import releaseLua from './release.lua';
+import turnLua from './turn.lua';
+import undoLua from './undo.lua';
 
-const acquireScript = new AcquireScript(deadWaitersLua + acquireLua);
-const giveUpScript = new LuaScript(giveUpLua);
+const acquireScript = new AcquireScript(deadWaitersLua + turnLua + acquireLua);
+const giveUpScript = new LuaScript(deadWaitersLua + turnLua + giveUpLua);
+const undoScript = new LuaScript(deadWaitersLua + undoLua);
 const releaseScript = new LuaScript(deadWaitersLua + releaseLua);
 const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceReleaseLua);
 
@@ -36,6 +39,12 @@ const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceRele
  * waiter ahead of it (or the holder's TTL) when it queues; past its deadline it counts as dead.
  */
 export const FAIR_WAIT_ALLOWANCE = 300_000;
+
+/**
+ * How long a turn is kept by default: core's default longest backoff (1 s) plus two default
+ * command timeouts (500 ms), the longest a waiting call goes between two attempts landing.
+ */
+const TURN_GRACE = 2_000;
 
 /** Options of `FairLockProtocol`. */
 export interface FairLockProtocolOptions {
@@ -46,6 +55,13 @@ export interface FairLockProtocolOptions {
   readonly waitTimeout?: number;
   /** The clock waiter deadlines are written in, epoch ms; Redisson uses each client's own. Default: `Date.now`. */
   readonly now?: () => number;
+  /**
+   * How long, in ms, a waiter's turn is kept when the engine gives back a grant whose reply came
+   * too late (see `undo`): at least the longest a waiting call goes between two attempts landing,
+   * the locker's `retry.max` plus two `commandTimeout`s. Longer delays the next waiter by as much
+   * when the waiter has died or given up meanwhile. Default: `2_000` (core's defaults).
+   */
+  readonly turnGrace?: number;
 }
 
 /**
@@ -58,10 +74,12 @@ export class FairLockProtocol extends RLockProtocol {
   override readonly name = 'redisson-fair';
   private readonly waitTimeout: number;
   private readonly now: () => number;
+  private readonly turnGrace: number;
 
   constructor(options: FairLockProtocolOptions = {}) {
     super();
     this.waitTimeout = checkOptionalMs(options.waitTimeout, 'waitTimeout') ?? FAIR_WAIT_ALLOWANCE;
+    this.turnGrace = checkOptionalMs(options.turnGrace, 'turnGrace') ?? TURN_GRACE;
     const now = options.now ?? Date.now;
     if (typeof now !== 'function') throw new InvalidOptionError('now', now, 'a function answering epoch ms');
     this.now = now;
@@ -81,21 +99,64 @@ export class FairLockProtocol extends RLockProtocol {
     const queue = (context?.wait ?? Number.POSITIVE_INFINITY) > 0;
     const keys = [resource, fairQueue(resource), fairTimeouts(resource), fenceCounter(resource)];
     const args = [ttl, owner, this.allowance(context), this.now(), queue ? 1 : 0];
-    return acquireScript.run(redis, resource, owner, keys, args, ttl, context);
+    // An attempt that may not wait takes no turn to keep: its latch says so to `undo`.
+    const named = !queue && context?.attempt ? { ...context, attempt: `${context.attempt}!` } : context;
+    return acquireScript.run(redis, resource, owner, keys, args, ttl, named);
   }
 
-  /** Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer. */
+  /**
+   * Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer;
+   * a grant kept for it (see `undo`) is freed for the head of the queue.
+   */
   async abandon(
     redis: RedisClient,
     resource: string,
     owner: string,
     context?: AttemptContext,
   ): Promise<void> {
+    const publish = await publishCommand(redis);
     await giveUpScript.run(
       redis,
-      [fairQueue(resource), fairTimeouts(resource)],
-      [owner, this.allowance(context)],
+      [
+        fairQueue(resource),
+        fairTimeouts(resource),
+        resource,
+        lockChannel(resource),
+        attemptLatches(resource, owner),
+      ],
+      [owner, this.allowance(context), this.now(), publish, UNLOCK_MESSAGE],
     );
+  }
+
+  /**
+   * Gives back the hold acquire attempt `attempt` added, once however often it is sent. Its
+   * owner's last hold, given back while others wait, is not freed when the attempt could wait:
+   * the owner was served in its turn and its call still waits (the engine undoes an attempt
+   * whose reply came too late, after a slow or dropped connection), so the lock stays with it
+   * for `turnGrace` ms, for its next attempt to claim; its giving up (`abandon`) frees it, and
+   * otherwise it expires. Any other last hold is freed as `unlock` frees it.
+   */
+  async undo(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    _token: string,
+    attempt: string,
+  ): Promise<ReleaseReply> {
+    const publish = await publishCommand(redis);
+    const reply = await undoScript.run(
+      redis,
+      [
+        resource,
+        fairQueue(resource),
+        fairTimeouts(resource),
+        lockChannel(resource),
+        attemptLatches(resource, owner),
+      ],
+      [owner, attempt, this.turnGrace, this.now(), publish, UNLOCK_MESSAGE],
+    );
+    if (reply === 1) return 'released';
+    return reply === 0 ? 'held' : 'not-owner';
   }
 
   override async unlock(

@@ -1,0 +1,106 @@
+import { proxiedClient, startRedis, type TcpProxy, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisson, type Redisson } from '../src/index.js';
+import { JavaPeer } from './peer/java-peer.js';
+
+/**
+ * A fair-lock waiter whose connection turns slow while it waits: the holder unlocks, the
+ * waiter's attempt takes the lock in its turn, but the reply comes back after the attempt timed
+ * out, so the engine gives that grant back (the owner `<uuid>:<thread>` is not fresh: a later
+ * attempt would count a second hold). Given back as an unlock, it freed the lock for the next
+ * waiter in the queue, and the waiter, ahead of it all along, got the lock after it. The
+ * waiter's client sleeps 2 s or more between attempts, so the grant given back lands before its
+ * next attempt does, as it does when a brief outage ends between two attempts.
+ */
+describe('a fair-lock waiter whose replies come late keeps its turn', () => {
+  let stop: () => Promise<void>;
+  let proxy: TcpProxy;
+  let direct: Redis;
+  /** Scripts run on the server, as [client address, sha, ...keys and args], in execution order. */
+  const scripts: string[][] = [];
+  let slow: Redisson;
+  let fast: Redisson;
+  let peer: JavaPeer;
+
+  beforeAll(async () => {
+    const server = await startRedis();
+    const proxied = await proxiedClient(server);
+    proxy = proxied.proxy;
+    direct = server.client();
+    const monitor = await server.client().monitor();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (args[0]?.toLowerCase() === 'evalsha') scripts.push([source, ...args.slice(1)]);
+    });
+    slow = createRedisson({
+      redis: proxied.redis,
+      commandTimeout: 500,
+      retry: { base: 2_000, max: 4_000, jitter: 0 },
+    });
+    fast = createRedisson({ redis: server.client() });
+    peer = new JavaPeer(server.client(), server.client());
+    stop = async () => {
+      monitor.disconnect();
+      await slow.shutdown();
+      await fast.shutdown();
+      await proxied.close();
+      await server.stop();
+    };
+  });
+  afterAll(() => stop());
+
+  /** The waiter queued behind: how it waits (resolving once it holds the lock) and unlocks. */
+  const nextWaiters: [
+    kind: string,
+    wait: (name: string) => Promise<unknown>,
+    unlock: (name: string) => Promise<unknown>,
+  ][] = [
+    [
+      'a Node thread',
+      (name) => fast.getFairLock(name).lock({ threadId: 2 }),
+      (name) => fast.getFairLock(name).unlock({ threadId: 2 }),
+    ],
+    ['a Java thread', (name) => peer.fairTryLock(name, 1, 20_000), (name) => peer.fairUnlock(name, 1)],
+  ];
+
+  it.each(nextWaiters)(
+    'takes the lock before the waiter queued behind it, %s',
+    async (kind, wait, unlock) => {
+      const name = `late-turn:${kind}`;
+      const queue = `redisson_lock_queue:{${name}}`;
+      const order: string[] = [];
+      await fast.getFairLock(name).lock({ threadId: 1 });
+      const waiter = slow
+        .getFairLock(name)
+        .lock({ threadId: 1 })
+        .then(() => order.push('waiter'));
+      await waitFor('the waiter queued', async () => (await direct.llen(queue)) === 1);
+      const next = wait(name).then(() => order.push('next'));
+      await waitFor('the next waiter queued behind it', async () => (await direct.llen(queue)) === 2);
+
+      // The waiter's own connection: the one its acquire script came from.
+      const owner = `${slow.id}:1`;
+      const [from, acquireSha] = scripts.find((script) => script.includes(owner)) ?? [];
+      expect(from).toBeDefined();
+      const seen = scripts.length;
+      // Every reply to the waiter now comes 2 command timeouts late; its requests still land at once.
+      proxy.delay({ downstream: 1_000 });
+      await fast.getFairLock(name).unlock({ threadId: 1 });
+      // Until the engine has given back at least one grant: a script of the waiter's other than an acquire.
+      await waitFor(
+        'a late grant given back',
+        async () => scripts.slice(seen).some(([source, sha]) => source === from && sha !== acquireSha),
+        { interval: 20 },
+      );
+      proxy.pass();
+
+      await waitFor('a waiter served', async () => order.length > 0);
+      if (order[0] === 'waiter') await slow.getFairLock(name).unlock({ threadId: 1 });
+      else await unlock(name);
+      await Promise.all([waiter, next]);
+      expect(order).toEqual(['waiter', 'next']);
+      expect(await direct.llen(queue)).toBe(0);
+    },
+    30_000,
+  );
+});
