@@ -84,6 +84,13 @@ export interface AttemptContext {
    * pass it gets the command sent after the script's answer instead. Default: none.
    */
   readonly followUp?: () => void;
+  /**
+   * Set on the context of an undo (`Backend.undo`): the acquire call had already ended without
+   * the lock when the grant was given back, so no later attempt of it will come for what a
+   * format keeps for the caller's next attempt (the Redisson fair lock keeps a waiter's turn).
+   * Default: false (the call may still be waiting).
+   */
+  readonly ended?: boolean;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */
@@ -175,7 +182,7 @@ export interface LockProtocol {
    * attempt was not applied). RedLock sends it to the masters that did not grant an attempt it
    * undoes: the attempt may never have run there, and a plain release would take off a hold the
    * owner had before, still in use. Optional: without it those masters are sent nothing, and
-   * whatever the attempt added there ends with its ttl.
+   * whatever the attempt added there ends with its ttl. `ended`: `AttemptContext.ended`.
    */
   undo?(
     redis: RedisClient,
@@ -183,6 +190,7 @@ export interface LockProtocol {
     owner: string,
     token: string,
     attempt: string,
+    ended?: boolean,
   ): Promise<ReleaseReply>;
   /**
    * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.

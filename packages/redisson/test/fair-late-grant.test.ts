@@ -103,4 +103,57 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
     },
     30_000,
   );
+
+  it('frees the late grant of a waiter that gave up before its reply came, for the waiter behind it', async () => {
+    const name = 'late-turn:gave-up';
+    const queue = `redisson_lock_queue:{${name}}`;
+    const owner = `${slow.id}:1`;
+    await fast.getFairLock(name).lock({ threadId: 1 });
+    const controller = new AbortController();
+    const waiter = slow
+      .getFairLock(name)
+      .lock({ threadId: 1, signal: controller.signal })
+      .then(
+        () => 'acquired',
+        (error: unknown) => error,
+      );
+    await waitFor('the waiter queued', async () => (await direct.llen(queue)) === 1);
+    let nextHolds = false;
+    const next = fast
+      .getFairLock(name)
+      .lock({ threadId: 2 })
+      .then(() => {
+        nextHolds = true;
+      });
+    await waitFor('the next waiter queued behind it', async () => (await direct.llen(queue)) === 2);
+    const [from, acquireSha] = scripts.find((script) => script.includes(owner)) ?? [];
+    expect(from).toBeDefined();
+    const seen = scripts.length;
+    proxy.delay({ downstream: 1_000 });
+    await fast.getFairLock(name).unlock({ threadId: 1 });
+    await waitFor(
+      'the waiter granted in its turn',
+      async () => scripts.slice(seen).some(([source, sha]) => source === from && sha === acquireSha),
+      { interval: 20 },
+    );
+    // A waiter's owner is not fresh: its call ends once the attempt timed out, before the reply.
+    controller.abort();
+    expect(await waiter).toBeInstanceOf(Error);
+    // The grant given back after the call ended: the undo's first key is the lock itself.
+    await waitFor(
+      'the late grant given back',
+      async () =>
+        scripts
+          .slice(seen)
+          .some(([source, sha, , key]) => source === from && sha !== acquireSha && key === name),
+      { interval: 20 },
+    );
+    proxy.pass();
+    // Kept for a call that will never claim it, it would hold the queue up for the grace.
+    expect(await direct.hexists(name, owner)).toBe(0);
+    await next;
+    expect(nextHolds).toBe(true);
+    await fast.getFairLock(name).unlock({ threadId: 2 });
+    expect(await direct.llen(queue)).toBe(0);
+  }, 30_000);
 });

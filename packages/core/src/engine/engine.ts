@@ -628,7 +628,8 @@ class Engine implements Locker {
       timeout + (this.backend.acquireAllowance ?? 0),
       (late) => {
         if (late.status !== 'fulfilled' || !late.value.acquired) return;
-        if (!request.fresh || (call.settled && !call.acquired)) this.undo(request, late.value.token, context);
+        if (!request.fresh || (call.settled && !call.acquired))
+          this.undo(request, late.value.token, call.settled ? { ...context, ended: true } : context);
         else if (!call.settled) call.lateToken = late.value.token;
       },
       // Given up on, it may still land after the call has settled: `close()` waits for it.

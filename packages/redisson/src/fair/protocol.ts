@@ -130,11 +130,12 @@ export class FairLockProtocol extends RLockProtocol {
 
   /**
    * Gives back the hold acquire attempt `attempt` added, once however often it is sent. Its
-   * owner's last hold, given back while others wait, is not freed when the attempt could wait:
-   * the owner was served in its turn and its call still waits (the engine undoes an attempt
-   * whose reply came too late, after a slow or dropped connection), so the lock stays with it
-   * for `turnGrace` ms, for its next attempt to claim; its giving up (`abandon`) frees it, and
-   * otherwise it expires. Any other last hold is freed as `unlock` frees it.
+   * owner's last hold, given back while others wait, is not freed when the attempt could wait
+   * and its call has not `ended`: the owner was served in its turn and its call still waits (the
+   * engine undoes an attempt whose reply came too late, after a slow or dropped connection), so
+   * the lock stays with it for `turnGrace` ms, for its next attempt to claim; its giving up
+   * (`abandon`, sent after this undo) frees it, and otherwise it expires. Any other last hold is
+   * freed as `unlock` frees it.
    */
   async undo(
     redis: RedisClient,
@@ -142,6 +143,7 @@ export class FairLockProtocol extends RLockProtocol {
     owner: string,
     _token: string,
     attempt: string,
+    ended = false,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     const reply = await undoScript.run(
@@ -153,7 +155,7 @@ export class FairLockProtocol extends RLockProtocol {
         lockChannel(resource),
         attemptLatches(resource, owner),
       ],
-      [owner, attempt, this.turnGrace, this.now(), publish, UNLOCK_MESSAGE],
+      [owner, attempt, this.turnGrace, this.now(), publish, UNLOCK_MESSAGE, ended ? 1 : 0],
     );
     if (reply === 1) return 'released';
     return reply === 0 ? 'held' : 'not-owner';

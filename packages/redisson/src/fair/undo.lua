@@ -14,7 +14,8 @@
   that could not wait (its latch id ends in "!", see FairLockProtocol.acquire) took no turn and
   has no next attempt coming: its last hold is freed as an unlock frees it, waking the head
   before anything is written (see the release script), and so is any last hold with nobody
-  waiting.
+  waiting, and the grant of a call that had already ended (gave up, aborted) when the engine
+  gave it back: its abandon came first and found nothing to free.
 
   KEYS[1] lock hash
   KEYS[2] queue list redisson_lock_queue:{name}
@@ -27,6 +28,7 @@
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] "publish" or "spublish"
   ARGV[6] unlock message ("0")
+  ARGV[7] 1 when the acquire call had ended when the grant was given back (no next attempt comes)
 
   Returns 1 freed, 0 still held by the owner (a hold taken off, or its last one kept, or
   nothing to undo), nil when the owner holds nothing.
@@ -42,7 +44,7 @@ local applied, turn
 for _, entry in ipairs(redis.call('lrange', latches, 0, -1)) do
   local id = string.match(entry, '^%d+:(.*)$')
   if id == attempt or id == attempt .. '!' then
-    applied, turn = entry, id == attempt
+    applied, turn = entry, id == attempt and ARGV[7] ~= '1'
     break
   end
 end
