@@ -94,9 +94,15 @@ function rethrow(error: GraphQLError): never {
   throw error;
 }
 
-/** Yoga puts the Fetch `Request` (whose signal aborts when the client goes away) on the context. */
+/**
+ * Yoga puts the Fetch `Request` (whose signal aborts when the client goes away) on the context;
+ * Apollo has none, so the app may put one at `context.signal`. Each is a guess at what the
+ * context holds, so a value there that is not an AbortSignal (another framework's `request`)
+ * is passed over, not refused: the next one is tried.
+ */
 function requestSignal(context: unknown): AbortSignal | undefined {
   const holder = context as { request?: { signal?: unknown }; signal?: unknown } | null | undefined;
-  const signal = holder?.request?.signal ?? holder?.signal;
-  return signal instanceof AbortSignal ? signal : undefined;
+  return [holder?.request?.signal, holder?.signal].find(
+    (candidate): candidate is AbortSignal => candidate instanceof AbortSignal,
+  );
 }

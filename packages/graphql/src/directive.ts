@@ -3,7 +3,6 @@ import type { Locker } from '@lock/core';
 import {
   defaultFieldResolver,
   type GraphQLFieldConfig,
-  type GraphQLFieldResolver,
   type GraphQLOutputType,
   type GraphQLSchema,
   getNamedType,
@@ -11,6 +10,7 @@ import {
   isCompositeType,
   isListType,
 } from 'graphql';
+import { type AppliedMark, appliedMark, withMark } from './applied-mark.js';
 import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
 import { type LockedField, lockedResolver } from './locked-resolver.js';
@@ -33,13 +33,6 @@ export interface LockedDirective {
 const DIRECTIVE_ARGS = ['key', 'ttl', 'wait'];
 
 /**
- * The directive (its settings) each resolver this package wrapped locks for: a schema the same
- * transformer transforms twice (a build step run again) must not lock a field twice, where the
- * inner lock would wait on the outer one unless the locker re-enters.
- */
-const wrapped = new WeakMap<GraphQLFieldResolver<unknown, unknown>, Settings>();
-
-/**
  * The `@locked` directive: operations calling a field with the same key run one at a time.
  *
  * ```ts
@@ -49,6 +42,10 @@ const wrapped = new WeakMap<GraphQLFieldResolver<unknown, unknown>, Settings>();
 export function lockedDirective(options: LockedDirectiveOptions): LockedDirective {
   const settings = checkOptions(options);
   const name = settings.name;
+  // Marks the fields this call's transformer locked: a schema it transforms again (a build step
+  // run twice) must not lock a field twice, where the inner lock would wait on the outer one
+  // unless the locker re-enters.
+  const mark: AppliedMark = Object.freeze({ directive: name });
   return {
     lockedDirectiveTypeDefs: `"""
 Calls of this field with the same key run one at a time, each holding a Redis lock while its resolver runs.
@@ -69,19 +66,18 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
               `@${name} cannot lock a subscription field: a lock held for the life of an event stream would starve every other caller`,
             );
           }
-          const applied = config.resolve && wrapped.get(config.resolve);
-          if (applied === settings) return config;
-          // Another factory's transformer of the same name already wrapped it: a second lock
+          const applied = appliedMark(config, name);
+          if (applied === mark) return config;
+          // Another factory's transformer of the same name already locked it: a second lock
           // would wait on the first (each has its own owner) and the field would refuse itself.
-          if (applied && applied.name === name)
+          if (applied !== undefined)
             throw new LockedDirectiveError(
               coordinate,
               `@${name} was already applied by another lockedDirective() transformer: transform the schema with one of them`,
             );
           const field = lockedField(directive, config, coordinate, settings);
           const resolve = lockedResolver(config.resolve ?? defaultFieldResolver, field, settings);
-          wrapped.set(resolve, settings);
-          return { ...config, resolve };
+          return withMark({ ...config, resolve }, mark);
         },
         [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {
           const coordinate = `${typeName}.${fieldName}`;

@@ -1,12 +1,16 @@
 import type { Locker } from '@lock/core';
 import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 
-/** What a `{keys.name}` template segment calls; `null`/`undefined` answers the field with `BAD_USER_INPUT`. */
+/**
+ * What a `{keys.name}` template segment calls: its answer is written into the key as `String()`
+ * writes it. `null`/`undefined` answers the field with `BAD_USER_INPUT`; anything else (an object,
+ * a promise) fails it as a server error.
+ */
 export type KeyFunction = (
   args: Record<string, unknown>,
   context: unknown,
   info: GraphQLResolveInfo,
-) => string | number | null | undefined;
+) => string | number | bigint | boolean | null | undefined;
 
 /** The field call that found its lock busy, as `onLocked` receives it. */
 export interface LockedCall {

@@ -15,7 +15,11 @@ import type { KeyFunction } from './options.js';
 
 /** A key template parsed once, when the schema is transformed. */
 export interface KeyTemplate {
-  /** Builds the key of one call; throws a `BAD_USER_INPUT` GraphQLError when a segment is null or missing. */
+  /**
+   * Builds the key of one call; throws a `BAD_USER_INPUT` GraphQLError when a segment is null or
+   * missing, and a plain Error (a server error) when the context or a key function gave a value
+   * no key can be made of.
+   */
   build(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): string;
 }
 
@@ -31,6 +35,11 @@ type Part = string | Segment;
 interface Segment {
   /** As written, e.g. `args.input.orderId`. */
   readonly text: string;
+  /**
+   * Whether the server supplies the value (the context, a key function) rather than the
+   * client's input: a value no key can be made of is then the server's mistake, not the client's.
+   */
+  readonly server: boolean;
   read(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): unknown;
   /**
    * For an argument: its leaf type's `serialize`, applied to a value that is not already a
@@ -96,7 +105,7 @@ function parseSegment(
   if (!match) throw refuse(`has a segment {${text}}: expected {args.name}, {context.name} or {keys.name}`);
   const [, source, dotted] = match as unknown as [string, 'args' | 'context' | 'keys', string];
   const path = dotted.slice(1).split('.');
-  if (source === 'context') return { text, read: (_args, context) => walk(context, path) };
+  if (source === 'context') return { text, server: true, read: (_args, context) => walk(context, path) };
   if (source === 'keys') {
     const [name] = path as [string];
     // Own properties only: `{keys.toString}` must not find Object.prototype's.
@@ -107,10 +116,15 @@ function parseSegment(
         `names {${text}}, but the keys option has no function "${path.join('.')}" (it has: ${known.join(', ') || 'none'})`,
       );
     }
-    return { text, read: (args, context, info) => fn(args, context, info) };
+    return { text, server: true, read: (args, context, info) => fn(args, context, info) };
   }
   const leaf = checkArgumentPath(path, field, refuse);
-  return { text, read: (args) => walk(args, path), serialize: (value) => leaf.serialize(value) };
+  return {
+    text,
+    server: false,
+    read: (args) => walk(args, path),
+    serialize: (value) => leaf.serialize(value),
+  };
 }
 
 /** The path must name an argument, then fields of input objects, and end at a scalar or enum: answers that type. */
@@ -182,9 +196,17 @@ function segmentValue(
     typeof value === 'boolean'
   )
     return String(value);
+  if (segment.server)
+    throw new Error(
+      `${coordinate}: {${segment.text}} gave ${withArticle(typeof value)}; a key segment must be a string, number, bigint or boolean`,
+    );
   throw badInput(
     `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
   );
+}
+
+function withArticle(noun: string): string {
+  return `${/^[aeiou]/.test(noun) ? 'an' : 'a'} ${noun}`;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

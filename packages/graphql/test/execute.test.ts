@@ -1,8 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { makeExecutableSchema } from '@graphql-tools/schema';
+import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import { createLocker, InvalidKeyError, type Locker, runInChain } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import {
+  defaultFieldResolver,
   type ExecutionResult,
   GraphQLID,
   GraphQLInt,
@@ -142,6 +144,40 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('refuses a context value or key function result that is an object or a function as a server error, naming the segment', async () => {
+    let calls = 0;
+    const schema = build(
+      `type Query {
+         a: Int @locked(key: "t:{context.tenant}")
+         b: Int @locked(key: "t:{context.user.id}")
+         c: Int @locked(key: "c:{keys.cart}")
+       }`,
+      { Query: { a: () => ++calls, b: () => ++calls, c: () => ++calls } },
+      { keys: { cart: (() => ({ id: 1 })) as never } },
+    );
+    const result = await run(schema, '{ a b c }', { tenant: { id: 't1' }, user: { id: () => 'u1' } });
+
+    expect(result.errors?.map((error) => [error.path, error.extensions.code, error.message])).toEqual([
+      [
+        ['a'],
+        undefined,
+        'Query.a: {context.tenant} gave an object; a key segment must be a string, number, bigint or boolean',
+      ],
+      [
+        ['b'],
+        undefined,
+        'Query.b: {context.user.id} gave a function; a key segment must be a string, number, bigint or boolean',
+      ],
+      [
+        ['c'],
+        undefined,
+        'Query.c: {keys.cart} gave an object; a key segment must be a string, number, bigint or boolean',
+      ],
+    ]);
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
   it('passes errors of the server’s setup through as they are, not as LOCK_UNAVAILABLE', async () => {
     const schema = build(
       'type Query { a: Int @locked(key: "a") b: Int @locked(key: "b:{keys.broken}") }',
@@ -180,6 +216,17 @@ describe('keys', () => {
     const result = await run(schema, 'mutation { pay(input: { order: { id: "42" } }) }', { tenant: 'acme' });
 
     expect(result).toEqual({ data: { pay: '{acme}:order:42:2d' } });
+  });
+
+  it('takes every scalar a key function may answer: string, number, bigint and boolean', async () => {
+    const schema = build(
+      'type Query { key: String @locked(key: "k:{keys.s}:{keys.n}:{keys.big}:{keys.flag}") }',
+      { Query: { key: (_: unknown, __: unknown, ___: unknown, info: never) => lockOf(info).key } },
+      { keys: { s: () => 'a', n: () => 1.5, big: () => 2n ** 64n, flag: () => false } },
+    );
+    const result = await run(schema, '{ key }');
+
+    expect(result).toEqual({ data: { key: 'k:a:1.5:18446744073709551616:false' } });
   });
   it('escapes the values it substitutes, so different argument pairs never share a key', async () => {
     const inside = gate();
@@ -646,6 +693,21 @@ describe('the lock around the resolver', () => {
   });
 });
 
+describe('the default signal option', () => {
+  it('reads context.signal when context.request.signal is not an AbortSignal (the default signal option)', async () => {
+    let calls = 0;
+    const schema = build('type Query { a: Int @locked(key: "a") }', { Query: { a: () => ++calls } });
+    const aborted = new AbortController();
+    aborted.abort();
+    // Some other framework's request object, whose `signal` is not a DOM AbortSignal.
+    const context = { request: { signal: { aborted: false } }, signal: aborted.signal };
+    const result = await run(schema, '{ a }', context);
+
+    expect(codes(result)).toEqual([[['a'], 'ABORTED']]);
+    expect(calls).toBe(0);
+  });
+});
+
 describe('a schema transformed twice', () => {
   it('locks each field once: with a locker that does not re-enter, the field does not wait on itself', async () => {
     locker = createLocker({ redis: client, prefix: `execute:twice:`, reentrant: false });
@@ -668,6 +730,71 @@ describe('a schema transformed twice', () => {
     // Another factory's transformer of the same directive would lock it a second time, as another owner.
     const other = lockedDirective({ locker });
     expect(() => other.lockedDirectiveTransformer(once)).toThrow(
+      'Query.order: @locked was already applied by another lockedDirective() transformer: transform the schema with one of them',
+    );
+  });
+
+  it('tells the marks of directives of other names apart: each locks the field once', () => {
+    const locked = lockedDirective({ locker: newLocker() });
+    const serial = lockedDirective({ locker, name: 'serial' });
+    const schema = makeExecutableSchema({
+      typeDefs: [
+        locked.lockedDirectiveTypeDefs,
+        serial.lockedDirectiveTypeDefs,
+        'type Query { order: Int @locked(key: "order:1") @serial(key: "order:1") }',
+      ],
+    });
+    const both = serial.lockedDirectiveTransformer(locked.lockedDirectiveTransformer(schema));
+    const again = locked.lockedDirectiveTransformer(serial.lockedDirectiveTransformer(both));
+
+    expect(again.getQueryType()!.getFields().order!.resolve).toBe(
+      both.getQueryType()!.getFields().order!.resolve,
+    );
+  });
+});
+
+describe('a schema transformed twice with another transform in between', () => {
+  /** Another package's transform (tracing, auth): it wraps every resolver, keeping the field's extensions. */
+  function traced(schema: GraphQLSchema): GraphQLSchema {
+    return mapSchema(schema, {
+      [MapperKind.OBJECT_FIELD]: (config) => {
+        const resolve = config.resolve ?? defaultFieldResolver;
+        return { ...config, resolve: (...args) => resolve(...args) };
+      },
+    });
+  }
+
+  function lockedOnce(transformer: (schema: GraphQLSchema) => GraphQLSchema, typeDefs: string) {
+    return transformer(
+      makeExecutableSchema({
+        typeDefs: [typeDefs, 'type Query { order: Int @locked(key: "order:1", wait: 0) }'],
+        resolvers: {
+          Query: {
+            order: (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) => lockOf(info).fence,
+          },
+        },
+      }),
+    );
+  }
+
+  it('still locks each field once: a locker that does not re-enter does not answer LOCKED to itself', async () => {
+    locker = createLocker({ redis: client, prefix: 'execute:twice-wrapped:', reentrant: false });
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+    const twice = lockedDirectiveTransformer(
+      traced(lockedOnce(lockedDirectiveTransformer, lockedDirectiveTypeDefs)),
+    );
+    const result = await run(twice, '{ order }');
+
+    expect(result.errors).toBeUndefined();
+    expect(result.data!.order).toBeGreaterThan(0);
+    expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
+  it("refuses another factory's transformer of the same directive, as without the transform in between", () => {
+    const first = lockedDirective({ locker: newLocker() });
+    const wrapped = traced(lockedOnce(first.lockedDirectiveTransformer, first.lockedDirectiveTypeDefs));
+
+    expect(() => lockedDirective({ locker }).lockedDirectiveTransformer(wrapped)).toThrow(
       'Query.order: @locked was already applied by another lockedDirective() transformer: transform the schema with one of them',
     );
   });

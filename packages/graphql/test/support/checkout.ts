@@ -42,7 +42,7 @@ export function checkoutSchema(
   const schema = makeExecutableSchema({
     typeDefs: [
       lockedDirectiveTypeDefs,
-      `type Order { id: ID! payments: Int! fence: Int! }
+      `type Order { id: ID! payments: Int! fence: Float! }
        type Query { ping: String }
        type Mutation {
          payOrder(id: ID!): Order! @locked(key: "order:{args.id}", wait: 10000)

@@ -1,0 +1,33 @@
+import type { GraphQLFieldConfig } from 'graphql';
+
+/** Which `lockedDirective()` call locked a field: compared by identity. */
+export interface AppliedMark {
+  /** The directive's name. */
+  readonly directive: string;
+}
+
+/**
+ * The field extension holding the mark of the directive `name`: one per name, since directives
+ * of other names lock the same field independently. A string key, not a symbol: graphql-js
+ * copies extensions with `Object.entries` when it builds a field, which drops symbols.
+ */
+function markKey(name: string): string {
+  return `@lock/graphql:${name}`;
+}
+
+/**
+ * The mark the directive `name` left on the field, if any. Read from the field, not from its
+ * resolver: another transform run between two of ours wraps the resolver, but keeps the
+ * field's extensions.
+ */
+export function appliedMark(config: GraphQLFieldConfig<unknown, unknown>, name: string): unknown {
+  return config.extensions?.[markKey(name)];
+}
+
+/** The field's config with the mark added. */
+export function withMark(
+  config: GraphQLFieldConfig<unknown, unknown>,
+  mark: AppliedMark,
+): GraphQLFieldConfig<unknown, unknown> {
+  return { ...config, extensions: { ...config.extensions, [markKey(mark.directive)]: mark } };
+}
