@@ -49,6 +49,28 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
   });
   afterAll(() => stop());
 
+  /**
+   * Makes every reply to the waiter (thread 1 of `slow`) come 2 command timeouts late while its
+   * requests still land at once, and unlocks the holder of `name`. Answers the sha of the
+   * waiter's acquire script, and a wait for a script of the waiter's run since, chosen by its sha
+   * and first key.
+   */
+  async function unlockWhileSlow(name: string) {
+    // The waiter's own connection: the one its acquire script came from.
+    const [from, acquireSha] = scripts.find((script) => script.includes(`${slow.id}:1`)) ?? [];
+    expect(from).toBeDefined();
+    const seen = scripts.length;
+    proxy.delay({ downstream: 1_000 });
+    await fast.getFairLock(name).unlock({ threadId: 1 });
+    const waiterRan = (what: string, which: (sha: string | undefined, key: string | undefined) => boolean) =>
+      waitFor(
+        what,
+        async () => scripts.slice(seen).some(([source, sha, , key]) => source === from && which(sha, key)),
+        { interval: 20 },
+      );
+    return { acquireSha, waiterRan };
+  }
+
   /** The waiter queued behind: how it waits (resolving once it holds the lock) and unlocks. */
   const nextWaiters: [
     kind: string,
@@ -78,20 +100,9 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
       const next = wait(name).then(() => order.push('next'));
       await waitFor('the next waiter queued behind it', async () => (await direct.llen(queue)) === 2);
 
-      // The waiter's own connection: the one its acquire script came from.
-      const owner = `${slow.id}:1`;
-      const [from, acquireSha] = scripts.find((script) => script.includes(owner)) ?? [];
-      expect(from).toBeDefined();
-      const seen = scripts.length;
-      // Every reply to the waiter now comes 2 command timeouts late; its requests still land at once.
-      proxy.delay({ downstream: 1_000 });
-      await fast.getFairLock(name).unlock({ threadId: 1 });
+      const { acquireSha, waiterRan } = await unlockWhileSlow(name);
       // Until the engine has given back at least one grant: a script of the waiter's other than an acquire.
-      await waitFor(
-        'a late grant given back',
-        async () => scripts.slice(seen).some(([source, sha]) => source === from && sha !== acquireSha),
-        { interval: 20 },
-      );
+      await waiterRan('a late grant given back', (sha) => sha !== acquireSha);
       proxy.pass();
 
       await waitFor('a waiter served', async () => order.length > 0);
@@ -126,28 +137,13 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
         nextHolds = true;
       });
     await waitFor('the next waiter queued behind it', async () => (await direct.llen(queue)) === 2);
-    const [from, acquireSha] = scripts.find((script) => script.includes(owner)) ?? [];
-    expect(from).toBeDefined();
-    const seen = scripts.length;
-    proxy.delay({ downstream: 1_000 });
-    await fast.getFairLock(name).unlock({ threadId: 1 });
-    await waitFor(
-      'the waiter granted in its turn',
-      async () => scripts.slice(seen).some(([source, sha]) => source === from && sha === acquireSha),
-      { interval: 20 },
-    );
+    const { acquireSha, waiterRan } = await unlockWhileSlow(name);
+    await waiterRan('the waiter granted in its turn', (sha) => sha === acquireSha);
     // A waiter's owner is not fresh: its call ends once the attempt timed out, before the reply.
     controller.abort();
     expect(await waiter).toBeInstanceOf(Error);
     // The grant given back after the call ended: the undo's first key is the lock itself.
-    await waitFor(
-      'the late grant given back',
-      async () =>
-        scripts
-          .slice(seen)
-          .some(([source, sha, , key]) => source === from && sha !== acquireSha && key === name),
-      { interval: 20 },
-    );
+    await waiterRan('the late grant given back', (sha, key) => sha !== acquireSha && key === name);
     proxy.pass();
     // Kept for a call that will never claim it, it would hold the queue up for the grace.
     expect(await direct.hexists(name, owner)).toBe(0);

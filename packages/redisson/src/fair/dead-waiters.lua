@@ -7,6 +7,9 @@
   changed after it. A waiter with no deadline (its score evicted or deleted) stops the count, as
   in Redisson: it may be alive, and only its own attempt or abandon takes it out.
   `dropWaiters(queue, deadlines, count)`: takes the first `count` waiters out of both.
+  `wakeHead(queue, deadlines, dead, head, publish, channels, message)`: for a script freeing the
+  lock: publishes `message` on the channel of `head` (the first live waiter, if any) with the
+  `publish` command, then drops the `dead` waiters ahead of it.
 ]]
 local function deadWaiters(queue, deadlines, now)
   local dead = 0
@@ -24,4 +27,11 @@ local function dropWaiters(queue, deadlines, count)
   for _ = 1, count do
     redis.call('zrem', deadlines, redis.call('lpop', queue))
   end
+end
+
+local function wakeHead(queue, deadlines, dead, head, publish, channels, message)
+  if head then
+    redis.call(publish, channels .. ':' .. head, message)
+  end
+  dropWaiters(queue, deadlines, dead)
 end

@@ -23,10 +23,7 @@ if redis.call('exists', lock) == 0 then
   dropWaiters(queue, deadlines, dead)
   return 0
 end
-if head then
-  redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
-end
-dropWaiters(queue, deadlines, dead)
+wakeHead(queue, deadlines, dead, head, ARGV[3], KEYS[4], ARGV[1])
 forgetAttempts(lock, KEYS[5])
 redis.call('del', lock)
 return 1

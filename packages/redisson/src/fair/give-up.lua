@@ -23,10 +23,7 @@
 local queue, deadlines, lock, latches = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 if redis.call('hexists', lock, ARGV[1]) == 1 and keptTurn(latches) then
   local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[3]))
-  if head then
-    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[5])
-  end
-  dropWaiters(queue, deadlines, dead)
+  wakeHead(queue, deadlines, dead, head, ARGV[4], KEYS[4], ARGV[5])
   redis.call('del', lock, latches)
 end
 

@@ -146,17 +146,15 @@ export class FairLockProtocol extends RLockProtocol {
     ended = false,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
-    const reply = await undoScript.run(
-      redis,
-      [
-        resource,
-        fairQueue(resource),
-        fairTimeouts(resource),
-        lockChannel(resource),
-        attemptLatches(resource, owner),
-      ],
-      [owner, attempt, this.turnGrace, this.now(), publish, UNLOCK_MESSAGE, ended ? 1 : 0],
-    );
+    const reply = await undoScript.run(redis, freeingKeys(resource, owner), [
+      owner,
+      attempt,
+      this.turnGrace,
+      this.now(),
+      publish,
+      UNLOCK_MESSAGE,
+      ended ? 1 : 0,
+    ]);
     if (reply === 1) return 'released';
     return reply === 0 ? 'held' : 'not-owner';
   }
@@ -173,13 +171,7 @@ export class FairLockProtocol extends RLockProtocol {
       redis,
       releaseScript,
       resource,
-      [
-        resource,
-        fairQueue(resource),
-        fairTimeouts(resource),
-        lockChannel(resource),
-        attemptLatches(resource, owner),
-      ],
+      freeingKeys(resource, owner),
       [UNLOCK_MESSAGE, lease, owner, this.now(), publish],
       requestId,
     );
@@ -206,4 +198,15 @@ export class FairLockProtocol extends RLockProtocol {
     const wait = context?.wait ?? Number.POSITIVE_INFINITY;
     return wait > 0 && Number.isFinite(wait) ? wait : this.waitTimeout;
   }
+}
+
+/** The keys of the scripts that may free an owner's hold: the lock, the queue, its deadlines, the waiters' channel prefix, the owner's attempt latches. */
+function freeingKeys(resource: string, owner: string): string[] {
+  return [
+    resource,
+    fairQueue(resource),
+    fairTimeouts(resource),
+    lockChannel(resource),
+    attemptLatches(resource, owner),
+  ];
 }

@@ -45,10 +45,7 @@ if redis.call('exists', lock) == 1 then
     return 0
   end
 end
-if head then
-  redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
-end
-dropWaiters(queue, deadlines, dead)
+wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[1])
 redis.call('del', lock, KEYS[5])
 redis.call('set', KEYS[6], 1, 'px', ARGV[6])
 return 1

@@ -68,9 +68,6 @@ if head and turn then
   end
   return 0
 end
-if head then
-  redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[6])
-end
-dropWaiters(queue, deadlines, dead)
+wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])
 redis.call('del', lock, latches)
 return 1
