@@ -633,7 +633,9 @@ class Engine implements Locker {
         else if (!call.settled) call.lateToken = late.value.token;
       },
       // Given up on, it may still land after the call has settled: `close()` waits for it.
-      () => this.track(sent),
+      () => {
+        call.givenUp = this.track(sent);
+      },
       request.fresh ? signal : undefined,
     );
   }
@@ -816,13 +818,21 @@ class Engine implements Locker {
     if (call.lateToken !== undefined) {
       cleanup.push(this.undo(request, call.lateToken, { wait: request.wait, fresh: request.fresh }));
     }
-    if (attempted && request.wait > 0 && this.backend.abandon) {
-      const abandon = this.backend.abandon(request.resource, request.owner, {
-        wait: request.wait,
-        fresh: request.fresh,
-        queueLease,
-      });
-      cleanup.push(this.track(withDeadline(abandon, this.timeout).catch(() => {})));
+    const { abandon } = this.backend;
+    if (attempted && request.wait > 0 && abandon) {
+      const send = () =>
+        withDeadline(
+          abandon.call(this.backend, request.resource, request.owner, {
+            wait: request.wait,
+            fresh: request.fresh,
+            queueLease,
+          }),
+          this.timeout,
+        );
+      // An attempt given up on may not even be sent yet (a backend may first check the server):
+      // leaving the queue before it lands would leave its owner queued, to be handed the lock.
+      const leaving = call.givenUp ? call.givenUp.then(send, send) : send();
+      cleanup.push(this.track(leaving.catch(() => {})));
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
@@ -998,4 +1008,6 @@ interface AcquireCall {
   settled: boolean;
   /** A fresh owner's grant that landed late while the call went on: undone if the call fails. */
   lateToken: string | undefined;
+  /** The last attempt given up on (by its deadline or the call's signal): it may still be on its way. */
+  givenUp?: Promise<unknown>;
 }

@@ -38,3 +38,24 @@ it('an abort while the attempt is on the wire to a frozen Redis settles at once;
   await next.release();
   await locker.close();
 }, 30_000);
+
+it('an abort before the attempt was sent (a first acquire checks the server first) leaves no queue place behind', async () => {
+  await using server = await startRedis();
+  const direct = server.client();
+  const holder = createLocker({ redis: server.client() });
+  const held = await holder.acquire('k', { ttl: 30_000 });
+  // A new locker's first acquire checks the server's eviction policy before it sends its attempt.
+  const locker = createLocker({ redis: server.client() });
+  const controller = new AbortController();
+  const acquiring = locker.acquire('k', { signal: controller.signal, wait: 10_000 });
+  controller.abort();
+  await expect(acquiring).rejects.toBeInstanceOf(LockAbortError);
+  // close() waits for the attempt given up on and for the call's cleanup.
+  await locker.close();
+  expect(await direct.zrange('{lock:k}:queue', 0, -1)).toEqual([]);
+  expect(await direct.hlen('{lock:k}:waiters')).toBe(0);
+  // Nobody is left queued to be handed the lock: the release frees it.
+  await held.release();
+  expect(await direct.exists('{lock:k}')).toBe(0);
+  await holder.close();
+});
