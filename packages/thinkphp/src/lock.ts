@@ -106,7 +106,7 @@ function checkOptions(options: unknown): asserts options is LockOptions {
         : `${instead} instead; the options are ${OPTION_NAMES.join(', ')}`,
     );
   }
-  const { redis, env, strict, time, commandTimeout } = options as LockOptions;
+  const { redis, env, strict, time, commandTimeout, skewMargin, peerClockAhead } = options as LockOptions;
   if (redis === undefined && env === undefined) {
     throw new InvalidOptionError('redis', undefined, 'an ioredis client, or an `env` from loadThinkEnv()');
   }
@@ -121,6 +121,16 @@ function checkOptions(options: unknown): asserts options is LockOptions {
     throw new InvalidOptionError('strict', strict, 'a boolean');
   if (time !== undefined && typeof time !== 'function')
     throw new InvalidOptionError('time', time, 'a function answering whole Unix seconds');
+  // Each mode has clock options the other never reads: given there, they would be believed in.
+  const modeOnly: [string, unknown, string][] = strict
+    ? [
+        ['skewMargin', skewMargin, 'nothing in strict mode, which compares as the PHP class does'],
+        ['peerClockAhead', peerClockAhead, 'nothing in strict mode, which writes what the PHP class writes'],
+      ]
+    : [['time', time, 'nothing outside strict mode, which reads the Redis server clock']];
+  for (const [name, value, expected] of modeOnly) {
+    if (value !== undefined) throw new InvalidOptionError(name, value, expected);
+  }
   if (commandTimeout !== undefined) checkMs(commandTimeout, 'commandTimeout');
 }
 

@@ -99,6 +99,18 @@ describe('Lock (default mode)', () => {
     expect(() => new Lock('k', { redis: {} as never })).toThrow(/"redis"/);
     expect(() => new Lock('k', { env: { REDIS_HOST: 'x' } as never })).toThrow(/"env"/);
     expect(() => new Lock('k', { redis: t.redis, skewMargin: -5 })).toThrow(/"skewMargin": -5/);
+    // A clock option of the other mode is never read: refused, not believed in.
+    for (const option of [
+      { skewMargin: -5 },
+      { peerClockAhead: 'abc' },
+      { skewMargin: 1_500, peerClockAhead: 0 },
+    ])
+      expect(() => new Lock('k', { redis: t.redis, strict: true, ...option } as never)).toThrow(
+        /"(skewMargin|peerClockAhead)".*strict mode/,
+      );
+    expect(() => new Lock('k', { redis: t.redis, time: () => 1_800_000_000 })).toThrow(
+      /"time".*outside strict mode/,
+    );
     expect(() => new Lock('k', {})).toThrow(InvalidOptionError);
     const lock = new Lock('k', { redis: t.redis, strict: true });
     lock.LOCK_EXPIRE = -1;
