@@ -7,6 +7,7 @@ import {
   type Lock,
   type Locker,
   LockerClosedError,
+  MAX_TTL,
   NotOwnerError,
   type RedisClient,
   ReleaseListener,
@@ -59,8 +60,8 @@ export class ClientCore {
       fair: new FairLockProtocol({
         ...(options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout }),
         // A turn kept for a waiter lasts until its next attempt lands: the longest backoff and
-        // two round trips, as the engine's own queue registrations do.
-        turnGrace: (options.retry?.max ?? DEFAULT_RETRY.max) + 2 * this.commandTimeout,
+        // two round trips, as the engine's own queue registrations do; no TTL can be longer.
+        turnGrace: Math.min(MAX_TTL, (options.retry?.max ?? DEFAULT_RETRY.max) + 2 * this.commandTimeout),
       }),
       read: new ReadLockProtocol(),
       write: new WriteLockProtocol(),

@@ -4,6 +4,7 @@ import { waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FairLockProtocol } from '../src/fair/protocol.js';
+import { RLockProtocol } from '../src/lock/protocol.js';
 import { dump } from './helpers/observe.js';
 import { useRedis } from './helpers/server.js';
 import { JavaPeer } from './peer/java-peer.js';
@@ -203,6 +204,8 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
       await grantInTurn();
       const deadlineC = Number(await redis.zscore(zset, c));
       expect(await protocol.undo(redis, name, b, '30000', 'b1')).toBe('held');
+      // The head is told, so that a Java waiter polls again and sleeps no longer than the kept grant.
+      expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
       const kept = await dump(redis);
       expect(kept[name]!.value).toEqual({ [b]: '1' });
       expect(kept[name]!.pttl).toBeGreaterThan(0);
@@ -212,7 +215,8 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
       expect(kept[zset]!.value).toEqual({ [c]: deadlineC });
       // Sent again, the undo finds its attempt gone and changes nothing.
       expect(await protocol.undo(redis, name, b, '30000', 'b1')).toBe('held');
-      expect((await dump(redis))[latches(b)]).toEqual(kept[latches(b)]);
+      expect((await dump(redis))[latches(b)]!.value).toEqual(kept[latches(b)]!.value);
+      expect(await published.take()).toEqual([]);
       // C waits for B as for any holder, and so does a Java newcomer (queued behind C).
       expect((await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).acquired).toBe(false);
       const java = new JavaPeer(redis, redis);
@@ -237,18 +241,90 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
     it('goes to the head of the queue at once when the waiter gives up', async () => {
       await grantInTurn();
       await protocol.undo(redis, name, b, '30000', 'b1');
+      await published.take();
       await protocol.abandon(redis, name, b, waiting('b2'));
       expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
       expect(Object.keys(await dump(redis))).toEqual([queue, zset, token]);
       expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({ holds: 1 });
     });
 
-    it('lapses to the head of the queue when no attempt claims it', async () => {
-      const brief = new FairLockProtocol({ now: () => now, turnGrace: 1 });
+    it('lapses to the head of the queue when no attempt claims it, its latch with it', async () => {
+      const brief = new FairLockProtocol({ now: () => now, turnGrace: 300 });
       await grantInTurn();
       await brief.undo(redis, name, b, '30000', 'b1');
+      // Every key this package writes expires: the latch list lasts as long as the kept grant.
+      const kept = await dump(redis);
+      expect(kept[latches(b)]!.value).toEqual(['2:']);
+      expect(kept[latches(b)]!.pttl).toBeGreaterThan(0);
+      expect(kept[latches(b)]!.pttl).toBeLessThanOrEqual(300);
       await waitFor('the kept grant expired', async () => (await redis.exists(name)) === 0);
+      expect(await redis.pttl(latches(b))).toBe(-2);
       expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({ holds: 1 });
+    });
+
+    it('lets a Java waiter at the head take the lock soon after the kept grant lapses, not at its wait', async () => {
+      // Deadlines on the real clock, as the Java waiter writes its own.
+      const real = new FairLockProtocol({ turnGrace: 300 });
+      const java = new JavaPeer(context.server.client(), context.server.client());
+      await real.acquire(redis, name, a, 30_000, waiting('a1'));
+      await real.acquire(redis, name, b, 30_000, waiting('b0'));
+      const evals = async () =>
+        Number(/cmdstat_eval:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const before = await evals();
+      let javaAt = Number.NaN;
+      const javaWaits = java.fairTryLock(name, 1, 10_000).then((got) => {
+        javaAt = performance.now();
+        return got;
+      });
+      // Queued, subscribed, and polled again: asleep on A's 30 s lease, bounded by its 10 s wait.
+      await waitFor('the Java waiter asleep', async () => (await evals()) >= before + 2);
+      await real.release(redis, name, a, '30000');
+      expect((await real.acquire(redis, name, b, 30_000, waiting('b1'))).acquired).toBe(true);
+      expect(await real.undo(redis, name, b, '30000', 'b1')).toBe('held');
+      const keptAt = performance.now();
+      // B's next attempt never comes (it died, or stays cut off).
+      expect(await javaWaits).toBe(true);
+      expect(javaAt - keptAt).toBeLessThan(2_000);
+      await java.fairUnlock(name, 1);
+    }, 20_000);
+
+    describe('re-entered by the same thread through getLock while kept', () => {
+      const plain = new RLockProtocol();
+
+      async function reenter() {
+        await grantInTurn();
+        await protocol.undo(redis, name, b, '30000', 'b1');
+        expect(await plain.acquire(redis, name, b, 30_000, waiting('r1'))).toMatchObject({
+          holds: 2,
+          fence: 2,
+        });
+        expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:r1', '2:']);
+      }
+
+      it('keeps the re-entry when the waiter gives up, taking off the kept hold only', async () => {
+        await reenter();
+        await published.take();
+        await protocol.abandon(redis, name, b, waiting('b2'));
+        expect(await redis.hgetall(name)).toEqual({ [b]: '1' });
+        expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+        expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:r1']);
+        expect(await redis.lrange(queue, 0, -1)).toEqual([c]);
+        expect(await published.take()).toEqual([]);
+        expect(await plain.release(redis, name, b, '30000')).toBe('released');
+      });
+
+      it('answers both holds when the waiter claims its turn', async () => {
+        await reenter();
+        expect(await protocol.acquire(redis, name, b, 30_000, waiting('b2'))).toMatchObject({
+          acquired: true,
+          holds: 2,
+          fence: 2,
+        });
+        expect(await redis.hgetall(name)).toEqual({ [b]: '2' });
+        expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+        expect(await protocol.release(redis, name, b, '30000')).toBe('held');
+        expect(await protocol.release(redis, name, b, '30000')).toBe('released');
+      });
     });
 
     it('is freed for the head of the queue when the attempt could not wait: it took no turn', async () => {

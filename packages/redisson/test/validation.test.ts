@@ -226,6 +226,9 @@ describe('input checks and thread ranges', () => {
         { prefix: 'app:' },
         { retry: {} },
         { retry: { base: 10, max: 20, jitter: 0 } },
+        // The turn a fair waiter keeps is derived from these, and never longer than a TTL can be.
+        { retry: { max: 2 ** 31 - 1 } },
+        { commandTimeout: 2 ** 30 },
         { replication: 'auto' },
         { replication: false },
         { replication: { replicas: 1, timeout: 100 } },

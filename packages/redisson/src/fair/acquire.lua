@@ -59,12 +59,15 @@ end
 
 local holds = tonumber(redis.call('hget', lock, owner))
 -- The grant kept for this owner after the engine gave it back (undo.lua): this attempt's now.
+-- Holds the same thread took meanwhile (through an RLock handle of the same name) stay counted,
+-- and their TTL is not shortened, as a re-entry never shortens it.
 local kept = holds and latches and keptTurn(latches)
 if kept then
-  recordAttempt(latches, attempt, kept, 1, lease)
+  local ttl = holds > 1 and math.max(redis.call('pttl', lock), lease) or lease
+  recordAttempt(latches, attempt, kept, holds, ttl)
   dropWaiters(queue, deadlines, dead)
-  redis.call('pexpire', lock, lease)
-  return {1, 1, kept, lease}
+  redis.call('pexpire', lock, ttl)
+  return {1, holds, kept, ttl}
 end
 if holds then
   local fence = tonumber(redis.call('get', counter) or '0')

@@ -5,7 +5,9 @@
   A grant kept for it (turn.lua, undo.lua) that no attempt of its claimed goes first, as an
   unlock would free it: the head of the queue is woken (before anything is written, as in the
   release script), the dead waiters ahead of it dropped, and the lock and the owner's attempt
-  latches deleted. (dead-waiters.lua and turn.lua are prefixed to this script.)
+  latches deleted. Holds the same thread took meanwhile through an RLock handle of the same
+  name are still its: then only the kept hold is taken off, with its marker.
+  (dead-waiters.lua and turn.lua are prefixed to this script.)
 
   KEYS[1] queue list redisson_lock_queue:{name}
   KEYS[2] deadline zset redisson_lock_timeout:{name}
@@ -21,7 +23,12 @@
   Returns nil.
 ]]
 local queue, deadlines, lock, latches = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
-if redis.call('hexists', lock, ARGV[1]) == 1 and keptTurn(latches) then
+local holds = tonumber(redis.call('hget', lock, ARGV[1]))
+local kept = holds and keptTurn(latches)
+if kept and holds > 1 then
+  redis.call('hincrby', lock, ARGV[1], -1)
+  redis.call('lrem', latches, 1, kept .. ':')
+elseif kept then
   local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[3]))
   wakeHead(queue, deadlines, dead, head, ARGV[4], KEYS[4], ARGV[5])
   redis.call('del', lock, latches)

@@ -106,7 +106,8 @@ export class FairLockProtocol extends RLockProtocol {
 
   /**
    * Leaves the queue after a waiting acquire gave up, moving later waiters one allowance closer;
-   * a grant kept for it (see `undo`) is freed for the head of the queue.
+   * a grant kept for it (see `undo`) is freed for the head of the queue, or only taken off when
+   * the same thread holds the lock besides (re-entered through an RLock handle meanwhile).
    */
   async abandon(
     redis: RedisClient,
@@ -134,8 +135,9 @@ export class FairLockProtocol extends RLockProtocol {
    * and its call has not `ended`: the owner was served in its turn and its call still waits (the
    * engine undoes an attempt whose reply came too late, after a slow or dropped connection), so
    * the lock stays with it for `turnGrace` ms, for its next attempt to claim; its giving up
-   * (`abandon`, sent after this undo) frees it, and otherwise it expires. Any other last hold is
-   * freed as `unlock` frees it.
+   * (`abandon`, sent after this undo) frees it, and otherwise it expires. Keeping it wakes the
+   * head of the queue, which polls again and then sleeps no longer than the kept grant (nothing
+   * is published when it expires). Any other last hold is freed as `unlock` frees it.
    */
   async undo(
     redis: RedisClient,

@@ -10,12 +10,15 @@
   it behind the waiter it was ahead of. So while someone waits, that hold stays, its latch
   replaced by "<fence>:" (turn.lua), for at most `grace` ms: the owner's next attempt claims it
   as its grant (acquire.lua), the owner giving up frees it and wakes the head (give-up.lua),
-  and otherwise it expires and the head takes the lock as from any expired holder. An attempt
-  that could not wait (its latch id ends in "!", see FairLockProtocol.acquire) took no turn and
-  has no next attempt coming: its last hold is freed as an unlock frees it, waking the head
-  before anything is written (see the release script), and so is any last hold with nobody
-  waiting, and the grant of a call that had already ended (gave up, aborted) when the engine
-  gave it back: its abandon came first and found nothing to free.
+  and otherwise it expires and the head takes the lock as from any expired holder. Keeping it
+  wakes the head first, as an unlock does (before anything is written): nothing is published
+  when the kept grant expires, and a Java waiter polls by itself only at the end of the TTL it
+  last read (the previous holder's); woken, it polls, is refused, and sleeps the kept grant's.
+  An attempt that could not wait (its latch id ends in "!", see FairLockProtocol.acquire) took
+  no turn and has no next attempt coming: its last hold is freed as an unlock frees it, waking
+  the head before anything is written (see the release script), and so is any last hold with
+  nobody waiting, and the grant of a call that had already ended (gave up, aborted) when the
+  engine gave it back: its abandon came first and found nothing to free.
 
   KEYS[1] lock hash
   KEYS[2] queue list redisson_lock_queue:{name}
@@ -59,13 +62,16 @@ end
 
 local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[4]))
 if head and turn then
-  dropWaiters(queue, deadlines, dead)
-  redis.call('lrem', latches, 1, applied)
+  wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])
+  -- The marker goes in before the latch leaves: emptied, the list would be deleted and then
+  -- recreated without a TTL. It expires with the kept grant.
   redis.call('lpush', latches, string.match(applied, '^(%d+):') .. ':')
+  redis.call('lrem', latches, 1, applied)
   local ttl = redis.call('pttl', lock)
   if ttl < 0 or ttl > grace then
     redis.call('pexpire', lock, grace)
   end
+  redis.call('pexpire', latches, redis.call('pttl', lock))
   return 0
 end
 wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])
