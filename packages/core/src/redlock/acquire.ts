@@ -31,8 +31,16 @@ export async function acquireOnQuorum(
 ): Promise<BackendGrant | BackendRefusal> {
   const { clients, protocol, quorum } = context;
   const start = context.clock();
-  const outcomes = await fanOut(clients, context.nodeTimeout, (redis) =>
-    protocol.acquire(redis, resource, owner, ttl, attempt),
+  // Set once the attempt is undone: a grant a master answers only afterwards (the client resent
+  // the attempt after a reconnect, while the undo sent to it was dropped) is undone there too.
+  let undone = false;
+  const outcomes = await fanOut(
+    clients,
+    context.nodeTimeout,
+    (redis) => protocol.acquire(redis, resource, owner, ttl, attempt),
+    (index, reply) => {
+      if (undone && reply.acquired) void undoOn(context, resource, owner, index, attempt);
+    },
   );
   const tokens: (string | null)[] = [];
   const fences: (number | null)[] = [];
@@ -63,6 +71,7 @@ export async function acquireOnQuorum(
     if (publication.published && stillValid(validity, elapsed)) {
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
+    undone = true;
     await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });
     if (!publication.published) {
       throw new QuorumError(
@@ -88,8 +97,26 @@ export async function acquireOnQuorum(
     );
   }
 
+  undone = true;
   await releaseLeftovers(context, resource, owner, tokens, { skip: refused, attempt });
   return refusalOrError(context, resource, outcomes, grants.length);
+}
+
+/**
+ * Undoes on master `index` alone the grant it answered late to an attempt undone before: as a
+ * master that did not answer (no token), so that an owner that is not fresh takes off only that
+ * attempt's hold.
+ */
+function undoOn(
+  context: QuorumContext,
+  resource: string,
+  owner: string,
+  index: number,
+  attempt: AttemptContext | undefined,
+): Promise<void> {
+  const others = context.clients.map((_, each) => each !== index);
+  const tokens = context.clients.map(() => null);
+  return releaseLeftovers(context, resource, owner, tokens, { skip: others, attempt });
 }
 
 /**

@@ -9,13 +9,15 @@ const TIMED_OUT: NodeOutcome<never> = { kind: 'timed-out' };
 /**
  * Runs `call` on every node at once and waits for all of them, giving up on any node that has
  * not answered within `timeout` ms, so that a dead or frozen node costs at most the timeout
- * instead of blocking the attempt. A call that is given up on keeps running; its late result
- * or error is ignored. One timer serves the whole fan-out, whatever the number of nodes.
+ * instead of blocking the attempt. A call that is given up on keeps running; its late value is
+ * passed to `late` (its error is ignored). One timer serves the whole fan-out, whatever the
+ * number of nodes.
  */
 export function fanOut<N, T>(
   nodes: readonly N[],
   timeout: number,
   call: (node: N, index: number) => Promise<T>,
+  late?: (index: number, value: T) => void,
 ): Promise<NodeOutcome<T>[]> {
   return new Promise((resolve) => {
     const outcomes: (NodeOutcome<T> | undefined)[] = new Array(nodes.length).fill(undefined);
@@ -38,7 +40,10 @@ export function fanOut<N, T>(
         answer = Promise.reject(error);
       }
       answer.then(
-        (value) => settle(index, { kind: 'ok', value }),
+        (value) => {
+          if (outcomes[index] === TIMED_OUT) late?.(index, value);
+          else settle(index, { kind: 'ok', value });
+        },
         (error: unknown) => settle(index, { kind: 'failed', error }),
       );
     });

@@ -52,7 +52,7 @@ it('an abort before the attempt was sent (a first acquire checks the server firs
   await expect(acquiring).rejects.toBeInstanceOf(LockAbortError);
   // close() waits for the attempt given up on and for the call's cleanup.
   await locker.close();
-  expect(await direct.zrange('{lock:k}:queue', 0, -1)).toEqual([]);
+  expect(await direct.zrange('{lock:k}:queue', '0', '-1')).toEqual([]);
   expect(await direct.hlen('{lock:k}:waiters')).toBe(0);
   // Nobody is left queued to be handed the lock: the release frees it.
   await held.release();
