@@ -10,8 +10,9 @@
             so no legacy fleet reads it; the script that creates it also writes its epoch
             stamp, KEYS[2] .. ":epoch" (same slot;
             nextFence comes from next-fence.lua, prefixed to this script)
-    KEYS[3] owner record: a hash { owner, holds, value, fence, releases } with the lock's TTL, which
-            legacy fleets never read; it counts re-entries of the owner that wrote `value`
+    KEYS[3] owner record: a hash { owner, holds, value, fence, attempt, releases } with the
+            lock's TTL, which legacy fleets never read; it counts re-entries of the owner that
+            wrote `value`
     KEYS[4] the per-key counter of earlier versions: migrated into KEYS[2] and deleted when found
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] lease in those units: the TTL
@@ -30,14 +31,20 @@
                                 unchanged); value is the timestamp now stored: the owner's
                                 token; pttl the lock's TTL now (a re-entry never shortens it)
     { 0, remaining }            held by another owner: the key's remaining PTTL, or for a
-                                TTL-less key the ms until it may be taken over
+                                TTL-less key the ms until it may be taken over (at most
+                                MAX_WAIT: a timestamp centuries ahead must not overflow the reply)
     -1                          the key holds another Redis type (a lock of another format)
     -2                          the key's value is not a decimal timestamp
+    -3                          something not ours sits at the owner record's key (see
+                                owner-record.lua); nothing was written
 ]]
 local rcall = redis.call
 local lock, counter, record, oldCounter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local scale, lease, padding = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local margin, owner, fresh, attempt = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1', ARGV[7]
+-- The longest wait answered, in ms (2^31 - 1, as for ttls): a Lua number past 2^63 becomes a
+-- negative integer reply.
+local MAX_WAIT = 2147483647
 
 -- Server time, so that no client clock decides who holds the lock.
 local time = rcall('time')
@@ -51,6 +58,14 @@ local function recordOwner(holds, fence)
 end
 
 local kind = rcall('type', lock).ok
+if kind ~= 'none' and kind ~= 'string' then
+  return -1
+end
+-- Checked before the first write: every path below writes the record, and a takeover deletes it.
+if foreignRecord(record) then
+  return -3
+end
+
 if kind == 'none' then
   local fence = nextFence(counter, oldCounter)
   rcall('set', lock, value, 'PX', leaseMs)
@@ -58,16 +73,12 @@ if kind == 'none' then
   return { 1, fence, value, 1, leaseMs }
 end
 
-if kind ~= 'string' then
-  return -1
-end
-
 local stored = rcall('get', lock)
-if not string.match(stored, '^%d+$') then
+local pttl = rcall('pttl', lock)
+if not isTimestamp(stored, pttl) then
   return -2
 end
 
-local pttl = rcall('pttl', lock)
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt')
 if mine[1] == owner and mine[3] == stored and describes(record, lock, pttl) then
   local holds = tonumber(mine[2])
@@ -93,7 +104,7 @@ end
 
 local wait = tonumber(stored) * scale + margin - nowMs
 if wait > 0 then
-  return { 0, wait }
+  return { 0, math.min(math.ceil(wait), MAX_WAIT) }
 end
 
 local fence = nextFence(counter, oldCounter)

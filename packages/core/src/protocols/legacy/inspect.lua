@@ -4,7 +4,7 @@
   Input:
     KEYS[1] lock key
     KEYS[2] the per-key counter of earlier versions (holds they took keep their fence there)
-    KEYS[3] owner record (hash { owner, holds, value, fence, releases })
+    KEYS[3] owner record (hash { owner, holds, value, fence, attempt, releases })
     ARGV[1] ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2] skew margin in ms (as for acquire)
 
@@ -17,25 +17,30 @@
       owner  our owner id, or '' for a lock written by a legacy fleet (or none)
     -1  the key holds another Redis type (a lock of another format)
     -2  the key's value is not a decimal timestamp
+    -3  something not ours sits at the owner record's key (see owner-record.lua)
 ]]
 local rcall = redis.call
 local lock = KEYS[1]
 local scale, margin = tonumber(ARGV[1]), tonumber(ARGV[2])
 local kind = rcall('type', lock).ok
+if kind ~= 'none' and kind ~= 'string' then
+  return -1
+end
+-- Whatever sits there, acquire refuses the name: so does inspect, rather than call it free.
+if foreignRecord(KEYS[3]) then
+  return -3
+end
 
 if kind == 'none' then
   return { 0, -2, -1, '' }
 end
-if kind ~= 'string' then
-  return -1
-end
 
 local stored = rcall('get', lock)
-if not string.match(stored, '^%d+$') then
+local pttl = rcall('pttl', lock)
+if not isTimestamp(stored, pttl) then
   return -2
 end
 
-local pttl = rcall('pttl', lock)
 if pttl < 0 then
   local time = rcall('time')
   local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

@@ -13,9 +13,10 @@ export interface LegacyKeys {
    */
   readonly oldCounter: string;
   /**
-   * `{<name>}:owner`: a hash { owner, holds, value, fence, releases } with the lock's TTL, recording which
-   * of our owners wrote `value`, its fence and how often it re-entered. Legacy fleets neither read nor write it;
-   * it only counts while the lock key still holds that value, so their takeovers void it.
+   * `{<name>}:owner`: a hash { owner, holds, value, fence, attempt, releases } with the lock's TTL, recording
+   * which of our owners wrote `value`, its fence and how often it re-entered. Legacy fleets neither read nor write
+   * it; it only counts while the lock key still holds that value, so their takeovers void it. Anything else found
+   * there (another lock of that name, other data) makes acquire and inspect refuse the name.
    */
   readonly owner: string;
   /** Where our releases are announced (legacy fleets never publish, so their waiters poll). */

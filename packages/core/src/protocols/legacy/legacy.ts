@@ -15,11 +15,12 @@ import { legacyKeys, requireHashTagOnCluster } from './keys.js';
 import { type LegacyUnit, leaseUnits, MAX_TTL, msPerUnit, paddingUnits } from './lease.js';
 import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
+import timestampLua from './timestamp.lua';
 
-const acquireScript = new LuaScript(nextFenceLua + ownerRecordLua + acquireLua);
+const acquireScript = new LuaScript(nextFenceLua + ownerRecordLua + timestampLua + acquireLua);
 const releaseScript = new LuaScript(recentIdsLua + ownerRecordLua + releaseLua);
 const extendScript = new LuaScript(ownerRecordLua + extendLua);
-const inspectScript = new LuaScript(ownerRecordLua + inspectLua);
+const inspectScript = new LuaScript(ownerRecordLua + timestampLua + inspectLua);
 
 /** Options of the legacy SETNX + GETSET timestamp protocol. */
 export interface LegacyProtocolOptions {
@@ -53,6 +54,7 @@ export interface LegacyProtocolOptions {
 /** Codes the scripts answer instead of a reply when the key is not a legacy lock. */
 const WRONG_TYPE = -1;
 const NOT_A_TIMESTAMP = -2;
+const FOREIGN_RECORD = -3;
 
 /**
  * The legacy timestamp lock, for services sharing keys with fleets that still run the old
@@ -131,7 +133,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [scale, lease, padding, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
         context?.followUp,
       );
-      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
+      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource, keys.owner) as [
         number,
         number,
         string,
@@ -173,7 +175,12 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [keys.lock, keys.oldCounter, keys.owner],
         [scale, skewMargin],
       );
-      const [holds, pttl, fence, owner] = checked(reply, resource) as [number, number, number, string];
+      const [holds, pttl, fence, owner] = checked(reply, resource, keys.owner) as [
+        number,
+        number,
+        number,
+        string,
+      ];
       const held = holds > 0;
       return {
         held,
@@ -191,7 +198,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 }
 
 /** Turns the scripts' "not a legacy lock" codes into a clear error; passes replies through. */
-function checked(reply: unknown, resource: string): unknown[] {
+function checked(reply: unknown, resource: string, recordKey: string): unknown[] {
   if (reply === WRONG_TYPE) {
     throw new InvalidKeyError(
       resource,
@@ -202,6 +209,12 @@ function checked(reply: unknown, resource: string): unknown[] {
     throw new InvalidKeyError(
       resource,
       'the key holds a string that is not a decimal timestamp, so it is not a legacy lock',
+    );
+  }
+  if (reply === FOREIGN_RECORD) {
+    throw new InvalidKeyError(
+      resource,
+      `its owner-record key ${JSON.stringify(recordKey)} holds another lock or data (another Redis type, or a hash with fields the legacy protocol never writes); that key is the protocol's own, so nothing was written`,
     );
   }
   return reply as unknown[];

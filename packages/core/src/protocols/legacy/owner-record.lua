@@ -12,6 +12,10 @@
   Redis 7 tells the expiry itself (PEXPIRETIME), which is copied; it is compared with one ms of
   tolerance, as records written by earlier versions may be that far off, and so are the TTLs
   before Redis 7 (or for a user the ACL refuses PEXPIRETIME), each read at its own time.
+
+  `foreignRecord(record)` tells whether something not ours sits at the record's key (another
+  lock, e.g. a Redisson hash or a PHP string of that name, or other data): the scripts then
+  refuse before any write, as writing into it, or deleting it, would break whoever owns it.
 ]]
 local function expiryOf(key)
   local at = redis.pcall('pexpiretime', key)
@@ -38,4 +42,31 @@ local function describes(record, lock, pttl)
     return math.abs(expiryOf(record) - at) <= 1
   end
   return math.abs(redis.call('pttl', record) - pttl) <= 1
+end
+
+-- Every field the legacy scripts write into an owner record; a hash with any other is not ours.
+local RECORD_FIELDS = { 'owner', 'holds', 'value', 'fence', 'attempt', 'releases' }
+
+local function foreignRecord(record)
+  local kind = redis.call('type', record).ok
+  if kind == 'none' then
+    return false
+  end
+  if kind ~= 'hash' then
+    return true
+  end
+  local fields = redis.call('hmget', record, unpack(RECORD_FIELDS))
+  local ours = 0
+  for i = 1, #RECORD_FIELDS do
+    if fields[i] then
+      ours = ours + 1
+    end
+  end
+  local size = redis.pcall('hlen', record)
+  if type(size) == 'number' then
+    return size ~= ours
+  end
+  -- A user the ACL denies HLEN: every record we write names its owner and value, which no
+  -- hash of another format does (a Redisson lock's fields are `<uuid>:<thread>`).
+  return not (fields[1] and fields[3])
 end

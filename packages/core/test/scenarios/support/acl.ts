@@ -62,6 +62,9 @@ export const ACL_COMMANDS = {
     // Re-entry: the owner record `{<name>}:owner` counts holds (the contract's re-entry tests;
     // acl.test.ts never re-enters). Found by the contract under ACL.
     'hincrby',
+    // Optional: a hash found at the owner record's key is told from ours by its size (refused,
+    // the scripts fall back to requiring our owner and value fields).
+    'hlen',
   ],
 } as const satisfies Record<string, readonly string[]>;
 
