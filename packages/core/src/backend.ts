@@ -66,6 +66,13 @@ export interface LockBackend {
    * plus this. Default: 0.
    */
   readonly acquireAllowance?: number;
+  /**
+   * How long a lease of `ttl` ms is certainly held, in ms from the send time of the command that
+   * set it: the ttl less the backend's allowance for clock drift. The engine uses it where it
+   * bounds a hold by a lease no answer reported (an extend that failed but may have landed).
+   * Default: `ttl - clockDrift(ttl)`.
+   */
+  validityOf?(ttl: number): number;
   acquire(
     resource: string,
     owner: string,

@@ -375,7 +375,8 @@ class Engine implements Locker {
         );
       } catch (error) {
         // Unanswered, it may still have landed: a shorter lease would then end sooner than ours.
-        hold.validUntil = Math.min(hold.validUntil, sentAt + lease - clockDrift(lease));
+        const validity = this.backend.validityOf?.(lease) ?? lease - clockDrift(lease);
+        hold.validUntil = Math.min(hold.validUntil, sentAt + validity);
         this.watchdog.reschedule(hold);
         throw error;
       }

@@ -13,6 +13,7 @@ import {
   type QuorumStats,
   resolveQuorumOptions,
 } from './options.js';
+import { validityOf } from './quorum.js';
 import { releaseOnQuorum } from './release.js';
 
 /** A RedLock backend: any protocol run on N independent masters, decided by majority. */
@@ -52,6 +53,10 @@ export function backendOn(context: QuorumContext): QuorumBackend {
     quorum: context.quorum,
     callTimeout: callTimeout(context.nodeTimeout),
     stats: context.stats,
+
+    validityOf(ttl) {
+      return validityOf(ttl, context.driftFactor);
+    },
 
     acquire(resource, owner, ttl, attempt) {
       protocol.validate(resource, false);

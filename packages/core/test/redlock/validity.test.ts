@@ -164,3 +164,22 @@ describe('RedLock handles under latency', () => {
     await locker.close();
   });
 });
+
+describe('RedLock handles after an extension that failed', () => {
+  it('are bounded by the lease it asked for less the RedLock drift, since it may have landed', async () => {
+    const driftFactor = 0.3;
+    const locker = createRedlock({ clients: nodes.clients, nodeTimeout: 100, driftFactor, prefix: '' });
+    const lock = await locker.acquire(freshKey('failed-extend'), { ttl: 20_000, wait: 0 });
+    const lease = 2_000;
+    const before = performance.now();
+    const failed = await withLatency([1, 2], 1_000, () =>
+      lock.extend(lease).catch((error: unknown) => error),
+    );
+    expect(failed).toBeInstanceOf(QuorumError);
+    // Counted from the send, a moment after `before`; the engine's own 1 % would leave it valid
+    // 580 ms past what driftFactor 0.3 allows (1 978 ms).
+    expect(lock.validUntil - before).toBeLessThan(lease - driftOf(lease, driftFactor) + 100);
+    await lock.release();
+    await locker.close();
+  });
+});
