@@ -30,7 +30,11 @@ export class ReleaseListener {
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
-  constructor(private readonly redis: RedisClient) {}
+  constructor(
+    private readonly redis: RedisClient,
+    /** How long a channel stays subscribed after its last listener left, in ms. Default: 5 s. */
+    private readonly linger = LINGER_MS,
+  ) {}
 
   async listen(channelName: string, onRelease: MessageListener): Promise<() => void> {
     if (this.closed) throw new Error('release listener is closed');
@@ -72,7 +76,7 @@ export class ReleaseListener {
         if (!connection) return;
         const done = this.sharded ? connection.sunsubscribe(name) : connection.unsubscribe(name);
         done.catch(() => {});
-      }, LINGER_MS),
+      }, this.linger),
     );
     channel.linger.unref();
   }

@@ -54,7 +54,7 @@ interface Queue {
   unclaimed: Unclaimed[];
   /** When the newest notice dropped from `unclaimed` came (clock ms): a waiter that sent its attempt before then cannot tell what it missed. */
   forgottenAt: number;
-  /** When its last waiter left (performance.now() ms): its subscription ends LINGER_MS later. */
+  /** When its last waiter left (performance.now() ms): its subscription ends the linger later. */
   emptiedAt: number;
 }
 
@@ -67,7 +67,7 @@ interface Queue {
 export class WaitQueues {
   private readonly queues = new Map<string, Queue>();
   /**
-   * Ends the subscriptions of queues empty for LINGER_MS. One timer for every queue: a timer
+   * Ends the subscriptions of queues empty for the linger. One timer for every queue: a timer
    * per emptied queue would be made and cleared on nearly every hand-off.
    */
   private sweeper: NodeJS.Timeout | undefined;
@@ -75,6 +75,8 @@ export class WaitQueues {
   constructor(
     private readonly backend: LockBackend,
     private readonly clock: () => number,
+    /** How long a key's queue stays subscribed after its last waiter left, in ms. Default: 5 s. */
+    private readonly linger = LINGER_MS,
   ) {}
 
   /**
@@ -145,7 +147,7 @@ export class WaitQueues {
     if (waiter.notified) this.notify(queue, FIRST);
     if (queue.waiters.size > 0) return;
     queue.emptiedAt = performance.now();
-    this.sweepLater(LINGER_MS);
+    this.sweepLater(this.linger);
   }
 
   /**
@@ -178,7 +180,7 @@ export class WaitQueues {
     let next = Number.POSITIVE_INFINITY;
     for (const [channel, queue] of this.queues) {
       if (queue.waiters.size > 0) continue;
-      const endsAt = queue.emptiedAt + LINGER_MS;
+      const endsAt = queue.emptiedAt + this.linger;
       if (endsAt > now) {
         next = Math.min(next, endsAt);
         continue;

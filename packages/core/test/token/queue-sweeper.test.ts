@@ -1,7 +1,9 @@
-import { singleBackend, tokenProtocol } from '@lock/core';
+import { ReleaseListener, singleBackend, tokenProtocol } from '@lock/core';
 import { startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { type Waiter, WaitQueues } from '../../src/engine/waiters.js';
+
+const LINGER = 200;
 
 function waiter(owner: string): Waiter {
   return { owner, notified: false, granted: undefined, wake: undefined };
@@ -14,8 +16,11 @@ it('ends the subscription of a queue joined after close(), once it lingered empt
     const [, count] = (await admin.pubsub('NUMSUB', channel)) as [string, number];
     return Number(count);
   };
-  const backend = singleBackend(server.client(), tokenProtocol(), { replication: false });
-  const queues = new WaitQueues(backend, () => performance.now());
+  const redis = server.client();
+  // Short lingers (5 s each by default), so that the sweep comes within a second.
+  const subscriber = new ReleaseListener(redis, LINGER);
+  const backend = singleBackend(redis, tokenProtocol(), { replication: false, subscriber });
+  const queues = new WaitQueues(backend, () => performance.now(), LINGER);
   // A waiter that leaves arms the sweeper; close() cancels it.
   const before = waiter('before-close');
   const first = queues.join('{lock:first}', before.owner, before, performance.now());
@@ -29,10 +34,11 @@ it('ends the subscription of a queue joined after close(), once it lingered empt
   await second.subscribed;
   expect(await subscribers(second.channel)).toBe(1);
   queues.leave(second.channel, after);
-  // The queue lingers 5 s empty before the sweeper lets its channel go, and the release listener
-  // keeps the channel 5 s more before it unsubscribes.
+  // The queue lingers empty before the sweeper lets its channel go, and the release listener
+  // keeps the channel as long again before it unsubscribes.
   await waitFor('the late queue to be swept', async () => (await subscribers(second.channel)) === 0, {
-    timeout: 15_000,
+    timeout: 10 * LINGER,
   });
   await backend.close();
-}, 20_000);
+  await subscriber.close();
+});
