@@ -91,6 +91,16 @@ export interface AttemptContext {
    * Default: false (the call may still be waiting).
    */
   readonly ended?: boolean;
+  /**
+   * Given by the engine to a backend over several servers: a grant one server answered only
+   * after the attempt was undone (the undo sent there may have been dropped by the client while
+   * it resent the attempt) is passed here with how to undo it on that server. The engine undoes
+   * it at once for an owner that is not fresh (the undo is that attempt's own), and for a fresh
+   * owner only once its call has ended without the lock: until then a later attempt of the call
+   * may hold that very key. Default: none (the backend undoes it at once, for owners that are
+   * not fresh only).
+   */
+  readonly lateGrant?: (undo: () => Promise<void>) => void;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */

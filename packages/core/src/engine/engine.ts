@@ -633,12 +633,24 @@ class Engine implements Locker {
           this.undo(request, late.value.token, call.settled ? { ...context, ended: true } : context);
         else if (!call.settled) call.lateToken = late.value.token;
       },
-      // Given up on, it may still land after the call has settled: `close()` waits for it.
+      // Given up on, it may still land after the call has settled: `close()` waits for it, and
+      // the call's cleanup goes after it. For one more command timeout at most: a client that
+      // drops unanswered commands (`autoResendUnfulfilledCommands: false`) never settles them.
       () => {
-        call.givenUp = this.track(sent);
+        call.givenUp = this.track(withDeadline(sent, this.timeout).catch(() => {}));
       },
       request.fresh ? signal : undefined,
     );
+  }
+
+  /** See `AttemptContext.lateGrant`: a fresh owner's call may still get that key by a later attempt. */
+  private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<void>): void {
+    if (!request.fresh || (call.settled && !call.acquired)) {
+      this.track(withDeadline(undo(), this.timeout).catch(() => {}));
+    } else if (!call.settled) {
+      call.lateUndos ??= [];
+      call.lateUndos.push(undo);
+    }
   }
 
   /**
@@ -714,6 +726,7 @@ class Engine implements Locker {
           queued: attempts > 1 && queueLease > 0,
           attempt: this.attemptId(),
           grantLease,
+          lateGrant: (undo) => this.lateGrant(request, call, undo),
         };
         let attempt: BackendAttempt;
         try {
@@ -816,6 +829,9 @@ class Engine implements Locker {
     atOnce: boolean,
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
+    for (const undo of call.lateUndos ?? []) {
+      cleanup.push(this.track(withDeadline(undo(), this.timeout).catch(() => {})));
+    }
     if (call.lateToken !== undefined) {
       cleanup.push(this.undo(request, call.lateToken, { wait: request.wait, fresh: request.fresh }));
     }
@@ -832,7 +848,7 @@ class Engine implements Locker {
         );
       // An attempt given up on may not even be sent yet (a backend may first check the server):
       // leaving the queue before it lands would leave its owner queued, to be handed the lock.
-      const leaving = call.givenUp ? call.givenUp.then(send, send) : send();
+      const leaving = call.givenUp ? call.givenUp.then(send) : send();
       cleanup.push(this.track(leaving.catch(() => {})));
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
@@ -1009,6 +1025,11 @@ interface AcquireCall {
   settled: boolean;
   /** A fresh owner's grant that landed late while the call went on: undone if the call fails. */
   lateToken: string | undefined;
-  /** The last attempt given up on (by its deadline or the call's signal): it may still be on its way. */
+  /**
+   * Settles once the last attempt given up on (by its deadline or the call's signal) has, or one
+   * command timeout later: it may still be on its way.
+   */
   givenUp?: Promise<unknown>;
+  /** A fresh owner's grants one server of several answered late, to undo if the call fails. */
+  lateUndos?: (() => Promise<void>)[];
 }

@@ -32,14 +32,18 @@ export async function acquireOnQuorum(
   const { clients, protocol, quorum } = context;
   const start = context.clock();
   // Set once the attempt is undone: a grant a master answers only afterwards (the client resent
-  // the attempt after a reconnect, while the undo sent to it was dropped) is undone there too.
+  // the attempt after a reconnect, while the undo sent to it was dropped) is undone there too,
+  // when the engine says so (see `AttemptContext.lateGrant`).
   let undone = false;
   const outcomes = await fanOut(
     clients,
     context.nodeTimeout,
     (redis) => protocol.acquire(redis, resource, owner, ttl, attempt),
     (index, reply) => {
-      if (undone && reply.acquired) void undoOn(context, resource, owner, index, attempt);
+      if (!undone || !reply.acquired) return;
+      const undo = () => undoOn(context, resource, owner, index, attempt);
+      if (attempt?.lateGrant) attempt.lateGrant(undo);
+      else if (!attempt?.fresh) void undo();
     },
   );
   const tokens: (string | null)[] = [];

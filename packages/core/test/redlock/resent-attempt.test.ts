@@ -44,3 +44,47 @@ it('undoes the late grant of an attempt resent after its undo was dropped', asyn
     await Promise.all(proxied.map((each) => each.close()));
   }
 }, 30_000);
+
+/**
+ * The late grant of a fresh owner's failed attempt may come back after the same call's next
+ * attempt was sent to that master, which then holds the key for the call: undone then, it would
+ * take the key from under the handle the call returns. Y is cut from master 0 and, for its first
+ * attempt, from master 2; that attempt's answer from master 2 comes once Y's next attempt won.
+ */
+it("keeps the key a later attempt of the same call holds when an earlier attempt's grant comes back late", async () => {
+  await using masters = await startMasters(3);
+  const direct = masters.clients();
+  await using first = await proxiedClient(masters.servers[0]!);
+  await using third = await proxiedClient(masters.servers[2]!);
+  const y = createRedlock({ clients: [first.redis, direct[1]!, third.redis], nodeTimeout: 600 });
+  const x = createRedlock({ clients: [direct[1]!], nodeTimeout: 600 });
+  await (await y.acquire('warm-up', { ttl: 1_000 })).release();
+  const held = await x.acquire('k', { ttl: 20_000 });
+  const xFields = await direct[1]!.hkeys('{lock:k}');
+
+  first.proxy.blackhole();
+  third.proxy.blackhole();
+  const acquiring = y.acquire('k', { ttl: 20_000, wait: 10_000 });
+  // Y's first attempt fails (refused by master 1, no answer from the others), its undo unanswered.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await held.release();
+  await waitFor(
+    "Y's next attempt on master 1",
+    async () => (await direct[1]!.hkeys('{lock:k}')).some((field) => !xFields.includes(field)),
+    { timeout: 8_000, interval: 5 },
+  );
+  third.proxy.pass();
+  const lock = await acquiring;
+  // Master 2 answered Y's first attempt late (a grant: the undo had deleted the key, the next
+  // attempt made it again): that key is the lock Y holds now.
+  await waitFor(
+    'the first attempt answered on master 2',
+    async () => (await direct[2]!.exists('{lock:k}')) === 1,
+  );
+  const z = createRedlock({ clients: direct, nodeTimeout: 600 });
+  expect(await z.tryAcquire('k', { ttl: 5_000 })).toBeNull();
+  expect(lock.signal.aborted).toBe(false);
+  first.proxy.pass();
+  await lock.release();
+  await Promise.all([x.close(), y.close(), z.close()]);
+}, 40_000);
