@@ -1,9 +1,15 @@
 import type { GraphQLFieldConfig } from 'graphql';
 
-/** Which `lockedDirective()` call locked a field: compared by identity. */
+/**
+ * Which `lockedDirective()` call locked a field. Told by `factory`, a plain string, not by the
+ * object's identity: `mergeSchemas`, `mergeDeep` and any deep clone of extensions copy the mark
+ * into a new object.
+ */
 export interface AppliedMark {
   /** The directive's name. */
   readonly directive: string;
+  /** The id of the `lockedDirective()` call, unique to it. */
+  readonly factory: string;
 }
 
 /**
@@ -22,6 +28,11 @@ function markKey(name: string): string {
  */
 export function appliedMark(config: GraphQLFieldConfig<unknown, unknown>, name: string): unknown {
   return config.extensions?.[markKey(name)];
+}
+
+/** Whether `applied` (from `appliedMark`) is the mark of the `lockedDirective()` call `factory`. */
+export function isMarkOf(applied: unknown, factory: string): boolean {
+  return typeof applied === 'object' && applied !== null && (applied as AppliedMark).factory === factory;
 }
 
 /** The field's config with the mark added. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { Locker } from '@lock/core';
 import {
@@ -10,10 +11,10 @@ import {
   isCompositeType,
   isListType,
 } from 'graphql';
-import { type AppliedMark, appliedMark, withMark } from './applied-mark.js';
+import { type AppliedMark, appliedMark, isMarkOf, withMark } from './applied-mark.js';
 import { checkOptions } from './check-options.js';
 import { LockedDirectiveError } from './directive-error.js';
-import { type LockedField, lockedResolver } from './locked-resolver.js';
+import { type LockedField, lockedResolvers } from './locked-resolver.js';
 import type { LockedDirectiveOptions, Settings } from './options.js';
 import { onlyDirective, refuseElsewhere } from './placement.js';
 import { show } from './show-value.js';
@@ -45,7 +46,8 @@ export function lockedDirective(options: LockedDirectiveOptions): LockedDirectiv
   // Marks the fields this call's transformer locked: a schema it transforms again (a build step
   // run twice) must not lock a field twice, where the inner lock would wait on the outer one
   // unless the locker re-enters.
-  const mark: AppliedMark = Object.freeze({ directive: name });
+  const mark: AppliedMark = Object.freeze({ directive: name, factory: randomUUID() });
+  const resolvers = lockedResolvers(settings);
   return {
     lockedDirectiveTypeDefs: `"""
 Calls of this field with the same key run one at a time, each holding a Redis lock while its resolver runs.
@@ -67,16 +69,18 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
             );
           }
           const applied = appliedMark(config, name);
-          if (applied === mark) return config;
           // Another factory's transformer of the same name already locked it: a second lock
           // would wait on the first (each has its own owner) and the field would refuse itself.
-          if (applied !== undefined)
+          if (applied !== undefined && !isMarkOf(applied, mark.factory))
             throw new LockedDirectiveError(
               coordinate,
               `@${name} was already applied by another lockedDirective() transformer: transform the schema with one of them`,
             );
+          // Marked by us but with another resolver: a transform wrapped ours (the nested lock
+          // then steps aside at run time) or replaced it (its lock is gone), so lock it again.
+          if (applied !== undefined && resolvers.made(config.resolve)) return config;
           const field = lockedField(directive, config, coordinate, settings);
-          const resolve = lockedResolver(config.resolve ?? defaultFieldResolver, field, settings);
+          const resolve = resolvers.wrap(config.resolve ?? defaultFieldResolver, field);
           return withMark({ ...config, resolve }, mark);
         },
         [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {

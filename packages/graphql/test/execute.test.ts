@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { makeExecutableSchema } from '@graphql-tools/schema';
+import { addResolversToSchema, makeExecutableSchema, mergeSchemas } from '@graphql-tools/schema';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import { createLocker, InvalidKeyError, type Locker, runInChain } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
@@ -734,32 +734,49 @@ describe('a schema transformed twice', () => {
     );
   });
 
-  it('tells the marks of directives of other names apart: each locks the field once', () => {
-    const locked = lockedDirective({ locker: newLocker() });
+  it('tells the marks of directives of other names apart: each locks the field once', async () => {
+    locker = createLocker({ redis: client, prefix: 'execute:two-names:', reentrant: false });
+    const locked = lockedDirective({ locker });
     const serial = lockedDirective({ locker, name: 'serial' });
+    const held: boolean[][] = [];
     const schema = makeExecutableSchema({
       typeDefs: [
         locked.lockedDirectiveTypeDefs,
         serial.lockedDirectiveTypeDefs,
-        'type Query { order: Int @locked(key: "order:1") @serial(key: "order:1") }',
+        'type Query { order: Int @locked(key: "order:1", wait: 0) @serial(key: "serial:1", wait: 0) }',
       ],
+      resolvers: {
+        Query: {
+          order: async () => {
+            held.push([await locker.isLocked('order:1'), await locker.isLocked('serial:1')]);
+            return 1;
+          },
+        },
+      },
     });
     const both = serial.lockedDirectiveTransformer(locked.lockedDirectiveTransformer(schema));
     const again = locked.lockedDirectiveTransformer(serial.lockedDirectiveTransformer(both));
+    const result = await run(again, '{ order }');
 
-    expect(again.getQueryType()!.getFields().order!.resolve).toBe(
-      both.getQueryType()!.getFields().order!.resolve,
-    );
+    expect(result.errors).toBeUndefined();
+    expect(held).toEqual([[true, true]]);
   });
 });
 
 describe('a schema transformed twice with another transform in between', () => {
-  /** Another package's transform (tracing, auth): it wraps every resolver, keeping the field's extensions. */
-  function traced(schema: GraphQLSchema): GraphQLSchema {
+  /**
+   * Another package's transform (tracing, auth): it wraps every resolver, keeping the field's
+   * extensions; with `copyInfo`, it hands the resolver a copy of `info`.
+   */
+  function traced(schema: GraphQLSchema, copyInfo = false): GraphQLSchema {
     return mapSchema(schema, {
       [MapperKind.OBJECT_FIELD]: (config) => {
         const resolve = config.resolve ?? defaultFieldResolver;
-        return { ...config, resolve: (...args) => resolve(...args) };
+        return {
+          ...config,
+          resolve: (source, args, context, info) =>
+            resolve(source, args, context, copyInfo ? { ...info } : info),
+        };
       },
     });
   }
@@ -777,18 +794,24 @@ describe('a schema transformed twice with another transform in between', () => {
     );
   }
 
-  it('still locks each field once: a locker that does not re-enter does not answer LOCKED to itself', async () => {
-    locker = createLocker({ redis: client, prefix: 'execute:twice-wrapped:', reentrant: false });
-    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
-    const twice = lockedDirectiveTransformer(
-      traced(lockedOnce(lockedDirectiveTransformer, lockedDirectiveTypeDefs)),
-    );
-    const result = await run(twice, '{ order }');
+  it.each([
+    ['passes info on', false],
+    ['copies info', true],
+  ])(
+    'still locks each field once when the wrapper %s: a locker that does not re-enter does not answer LOCKED to itself, lockOf answers',
+    async (_, copyInfo) => {
+      locker = createLocker({ redis: client, prefix: 'execute:twice-wrapped:', reentrant: false });
+      const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+      const twice = lockedDirectiveTransformer(
+        traced(lockedOnce(lockedDirectiveTransformer, lockedDirectiveTypeDefs), copyInfo),
+      );
+      const result = await run(twice, '{ order }');
 
-    expect(result.errors).toBeUndefined();
-    expect(result.data!.order).toBeGreaterThan(0);
-    expect(await locker.isLocked('order:1')).toBe(false);
-  });
+      expect(result.errors).toBeUndefined();
+      expect(result.data!.order).toBeGreaterThan(0);
+      expect(await locker.isLocked('order:1')).toBe(false);
+    },
+  );
 
   it("refuses another factory's transformer of the same directive, as without the transform in between", () => {
     const first = lockedDirective({ locker: newLocker() });
@@ -797,6 +820,78 @@ describe('a schema transformed twice with another transform in between', () => {
     expect(() => lockedDirective({ locker }).lockedDirectiveTransformer(wrapped)).toThrow(
       'Query.order: @locked was already applied by another lockedDirective() transformer: transform the schema with one of them',
     );
+  });
+});
+
+describe('a schema transformed twice with its fields copied or replaced in between', () => {
+  const sdl = 'type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}", wait: 0) }';
+
+  /** A resolver recording whether the order's lock was held while it ran. */
+  function recording(held: boolean[]) {
+    return async (_: unknown, { id }: { id: string }) => {
+      held.push(await locker.isLocked(`order:${id}`));
+      return 1;
+    };
+  }
+
+  function nonReentrant(name: string) {
+    locker = createLocker({ redis: client, prefix: `execute:${name}:`, reentrant: false });
+    return lockedDirective({ locker });
+  }
+
+  it('locks once a merge of two modules it transformed: mergeSchemas copies the mark into a new object', async () => {
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = nonReentrant('merged');
+    const held: boolean[] = [];
+    const module = (query: string) =>
+      lockedDirectiveTransformer(
+        makeExecutableSchema({
+          typeDefs: [lockedDirectiveTypeDefs, `type Query { ${query}: Int }`, sdl],
+          resolvers: { Mutation: { pay: recording(held) } },
+        }),
+      );
+    const merged = mergeSchemas({ schemas: [module('a'), module('b')] });
+    const result = await run(lockedDirectiveTransformer(merged), 'mutation { pay(id: 1) }');
+
+    expect(result.errors).toBeUndefined();
+    expect(held).toEqual([true]);
+  });
+
+  it('locks once a schema whose field extensions were deep-cloned in between', async () => {
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = nonReentrant('cloned');
+    const held: boolean[] = [];
+    const once = lockedDirectiveTransformer(
+      makeExecutableSchema({
+        typeDefs: [lockedDirectiveTypeDefs, 'type Query { x: Int }', sdl],
+        resolvers: { Mutation: { pay: recording(held) } },
+      }),
+    );
+    const cloned = mapSchema(once, {
+      [MapperKind.OBJECT_FIELD]: (config) => ({ ...config, extensions: structuredClone(config.extensions) }),
+    });
+    const result = await run(lockedDirectiveTransformer(cloned), 'mutation { pay(id: 1) }');
+
+    expect(result.errors).toBeUndefined();
+    expect(held).toEqual([true]);
+  });
+
+  it('locks a resolver that replaced the locked one in between (addResolversToSchema keeps the mark)', async () => {
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = nonReentrant('replaced');
+    const held: boolean[] = [];
+    const once = lockedDirectiveTransformer(
+      makeExecutableSchema({
+        typeDefs: [lockedDirectiveTypeDefs, 'type Query { x: Int }', sdl],
+        resolvers: { Mutation: { pay: () => 0 } },
+      }),
+    );
+    const replaced = addResolversToSchema({
+      schema: once,
+      resolvers: { Mutation: { pay: recording(held) } },
+    });
+    const result = await run(lockedDirectiveTransformer(replaced), 'mutation { pay(id: 1) }');
+
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ pay: 1 });
+    expect(held).toEqual([true]);
   });
 });
 
