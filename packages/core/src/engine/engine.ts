@@ -643,9 +643,14 @@ class Engine implements Locker {
     );
   }
 
-  /** See `AttemptContext.lateGrant`: a fresh owner's call may still get that key by a later attempt. */
+  /**
+   * See `AttemptContext.lateGrant`: a fresh owner's call may still get that key by a later
+   * attempt, and then its hold does until it ends (a release that did not reach that server
+   * leaves the key to the undo).
+   */
   private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<void>): void {
-    if (!request.fresh || (call.settled && !call.acquired)) {
+    const holdOver = call.hold !== undefined && !this.holds.has(call.hold);
+    if (!request.fresh || (call.settled && !call.acquired) || holdOver) {
       this.track(withDeadline(undo(), this.timeout).catch(() => {}));
     } else if (!call.settled) {
       call.lateUndos ??= [];
@@ -710,7 +715,7 @@ class Engine implements Locker {
             waiter.notified = false;
             call.acquired = true;
             const reply = { fence: handed.fence, holds: 1, token: handed.token, validity };
-            return this.grant(request, reply, queuedSentAt, started, attempts, true);
+            return this.grant(request, reply, queuedSentAt, started, attempts, true, call);
           }
         }
         attempts += 1;
@@ -744,7 +749,7 @@ class Engine implements Locker {
         if (attempt.acquired) {
           if (!signal.aborted && this.clock() < sentAt + attempt.validity) {
             call.acquired = true;
-            return this.grant(request, attempt, sentAt, started, attempts, handoff);
+            return this.grant(request, attempt, sentAt, started, attempts, handoff, call);
           }
           await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
@@ -900,6 +905,7 @@ class Engine implements Locker {
     started: number,
     attempts: number,
     handoff: boolean,
+    call: AcquireCall,
   ): Lock {
     const id = request.fresh || request.enclosing ? undefined : holdId(request.resource, request.owner);
     const existing = id === undefined ? request.enclosing : this.named.get(id);
@@ -937,6 +943,7 @@ class Engine implements Locker {
       this.holds.add(hold);
       if (id !== undefined) this.named.set(id, hold);
     }
+    call.hold = hold;
     this.watchdog.watch(hold);
     this.emit('acquire', hold, () => ({
       fence: reply.fence,
@@ -1032,4 +1039,6 @@ interface AcquireCall {
   givenUp?: Promise<unknown>;
   /** A fresh owner's grants one server of several answered late, to undo if the call fails. */
   lateUndos?: (() => Promise<void>)[];
+  /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
+  hold?: Hold;
 }

@@ -88,3 +88,31 @@ it("keeps the key a later attempt of the same call holds when an earlier attempt
   await lock.release();
   await Promise.all([x.close(), y.close(), z.close()]);
 }, 40_000);
+
+it('undoes a late grant of a fresh owner whose hold has ended, where the release did not reach', async () => {
+  await using masters = await startMasters(3);
+  const direct = masters.clients();
+  const flaky = { redis: { maxRetriesPerRequest: 2, retryStrategy: () => 50 } };
+  await using one = await proxiedClient(masters.servers[1]!, flaky);
+  await using two = await proxiedClient(masters.servers[2]!, flaky);
+  const locker = createRedlock({ clients: [direct[0]!, one.redis, two.redis], nodeTimeout: 100 });
+  await (await locker.acquire('warm-up', { ttl: 1_000 })).release();
+  const lockKeys = async () => Promise.all(direct.map((redis) => redis.exists('{lock:k}')));
+  one.proxy.resetAfter(0, 'downstream');
+  two.proxy.resetAfter(0, 'downstream');
+  const acquiring = locker.acquire('k', { ttl: 10_000, wait: 8_000 });
+  // The first attempts land everywhere, unanswered; their undos are dropped on masters 1 and 2.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  one.proxy.pass();
+  const lock = await acquiring;
+  // Released on masters 0 and 1; the release to master 2, still cut, is dropped too.
+  expect(await lock.release()).toBe('released');
+  expect(await lockKeys()).toEqual([0, 0, 1]);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  // Master 2 answers the resent first attempt: a grant of an owner whose hold has ended.
+  two.proxy.pass();
+  await waitFor('the key on master 2 undone', async () => (await direct[2]!.exists('{lock:k}')) === 0, {
+    timeout: 5_000,
+  });
+  await locker.close();
+}, 40_000);
