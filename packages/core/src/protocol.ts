@@ -85,10 +85,10 @@ export interface AttemptContext {
    */
   readonly followUp?: () => void;
   /**
-   * Set on the context of an undo (`Backend.undo`): the acquire call had already ended without
-   * the lock when the grant was given back, so no later attempt of it will come for what a
-   * format keeps for the caller's next attempt (the Redisson fair lock keeps a waiter's turn).
-   * Default: false (the call may still be waiting).
+   * Set on the context of an undo (`Backend.undo`): the acquire call had already ended (given up,
+   * or with the lock from another attempt) when the grant was given back, so no later attempt of
+   * it will come for what a format keeps for the caller's next attempt (the Redisson fair lock
+   * keeps a waiter's turn). Default: false (the call may still be waiting).
    */
   readonly ended?: boolean;
   /**

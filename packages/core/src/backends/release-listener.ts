@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { detached } from '../engine/detached.js';
+import { checkMs } from '../engine/options.js';
 import type { RedisClient } from '../protocol.js';
 import { type PubSubMode, pubSubMode } from '../pub-sub-mode.js';
 import { isCluster } from '../topology.js';
@@ -30,11 +31,15 @@ export class ReleaseListener {
   private readonly channels = new Map<string, Channel>();
   private closed = false;
 
+  private readonly linger: number;
+
+  /** `linger`: how long a channel stays subscribed after its last listener left, in ms. Default: 5 s. */
   constructor(
     private readonly redis: RedisClient,
-    /** How long a channel stays subscribed after its last listener left, in ms. Default: 5 s. */
-    private readonly linger = LINGER_MS,
-  ) {}
+    linger: number = LINGER_MS,
+  ) {
+    this.linger = checkMs(linger, 'linger');
+  }
 
   async listen(channelName: string, onRelease: MessageListener): Promise<() => void> {
     if (this.closed) throw new Error('release listener is closed');

@@ -646,10 +646,11 @@ class Engine implements Locker {
   /**
    * See `AttemptContext.lateGrant`: a fresh owner's call may still get that key by a later
    * attempt, and then its hold does until it ends (a release that did not reach that server
-   * leaves the key to the undo).
+   * leaves the key to the undo, unless a hold granted afresh under that name took it since).
    */
   private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<void>): void {
-    const holdOver = call.hold !== undefined && !this.holds.has(call.hold);
+    const { hold } = call;
+    const holdOver = hold?.fresh === true && !this.holds.has(hold);
     if (!request.fresh || (call.settled && !call.acquired) || holdOver) {
       this.track(withDeadline(undo(), this.timeout).catch(() => {}));
     } else if (!call.settled) {
@@ -699,7 +700,16 @@ class Engine implements Locker {
     let channel: string | undefined;
     let attempts = 0;
     let handoff = false;
-    const call: AcquireCall = { acquired: false, settled: false, lateToken: undefined };
+    // Every field set now: the object keeps one shape whatever happens to the call.
+    const call: AcquireCall = {
+      acquired: false,
+      settled: false,
+      lateToken: undefined,
+      givenUp: undefined,
+      lateUndos: undefined,
+      hold: undefined,
+    };
+    const lateGrant = (undo: () => Promise<void>) => this.lateGrant(request, call, undo);
     let unreachable: LockUnavailableError | undefined;
     this.running += 1;
     try {
@@ -731,7 +741,7 @@ class Engine implements Locker {
           queued: attempts > 1 && queueLease > 0,
           attempt: this.attemptId(),
           grantLease,
-          lateGrant: (undo) => this.lateGrant(request, call, undo),
+          lateGrant,
         };
         let attempt: BackendAttempt;
         try {
@@ -1036,9 +1046,9 @@ interface AcquireCall {
    * Settles once the last attempt given up on (by its deadline or the call's signal) has, or one
    * command timeout later: it may still be on its way.
    */
-  givenUp?: Promise<unknown>;
+  givenUp: Promise<unknown> | undefined;
   /** A fresh owner's grants one server of several answered late, to undo if the call fails. */
-  lateUndos?: (() => Promise<void>)[];
+  lateUndos: (() => Promise<void>)[] | undefined;
   /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
-  hold?: Hold;
+  hold: Hold | undefined;
 }

@@ -33,17 +33,18 @@ export async function acquireOnQuorum(
   const start = context.clock();
   // Set once the attempt is undone: a grant a master answers only afterwards (the client resent
   // the attempt after a reconnect, while the undo sent to it was dropped) is undone there too,
-  // when the engine says so (see `AttemptContext.lateGrant`).
+  // when the engine says so (see `AttemptContext.lateGrant`). A fresh owner's late grant to an
+  // attempt handed out goes to the engine as well: the hold's release may not have reached it.
   let undone = false;
   const outcomes = await fanOut(
     clients,
     context.nodeTimeout,
     (redis) => protocol.acquire(redis, resource, owner, ttl, attempt),
     (index, reply) => {
-      if (!undone || !reply.acquired) return;
+      if (!reply.acquired || (!undone && !attempt?.fresh)) return;
       const undo = () => undoOn(context, resource, owner, index, attempt);
       if (attempt?.lateGrant) attempt.lateGrant(undo);
-      else if (!attempt?.fresh) void undo();
+      else if (undone && !attempt?.fresh) void undo();
     },
   );
   const tokens: (string | null)[] = [];

@@ -6,6 +6,7 @@ import {
   type Lock,
   type Locker,
   type LockerOptions,
+  ReleaseListener,
 } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
@@ -166,5 +167,10 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
     ['using', () => locker.using('bad', null as unknown as AcquireOptions, () => {})],
   ])('%s refuses null options with a typed error', async (_name, call) => {
     expectNamed(await nothingWritten(call), 'options', null, 'null');
+  });
+  it('refuses a release listener linger that is not a positive integer number of ms, naming it', () => {
+    for (const linger of [0, -1, 1.5, Number.NaN, 2 ** 31])
+      expect(() => new ReleaseListener(redis, linger)).toThrow(/invalid option "linger"/);
+    expect(() => new ReleaseListener(redis, 200)).not.toThrow();
   });
 });

@@ -116,3 +116,25 @@ it('undoes a late grant of a fresh owner whose hold has ended, where the release
   });
   await locker.close();
 }, 40_000);
+
+it('undoes a late minority grant of an attempt that was handed out, once its hold has ended', async () => {
+  await using masters = await startMasters(3);
+  const direct = masters.clients();
+  await using two = await proxiedClient(masters.servers[2]!, {
+    redis: { maxRetriesPerRequest: 2, retryStrategy: () => 50 },
+  });
+  const locker = createRedlock({ clients: [direct[0]!, direct[1]!, two.redis], nodeTimeout: 100 });
+  await (await locker.acquire('warm-up', { ttl: 1_000 })).release();
+  two.proxy.resetAfter(0, 'downstream');
+  // Granted by masters 0 and 1; master 2's grant lands unanswered, and its release is dropped.
+  const lock = await locker.acquire('k', { ttl: 10_000, wait: 8_000 });
+  expect(await lock.release()).toBe('released');
+  expect(await Promise.all(direct.map((redis) => redis.exists('{lock:k}')))).toEqual([0, 0, 1]);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  // Master 2 answers the resent attempt: a grant of an owner whose hold has ended.
+  two.proxy.pass();
+  await waitFor('the key on master 2 undone', async () => (await direct[2]!.exists('{lock:k}')) === 0, {
+    timeout: 5_000,
+  });
+  await locker.close();
+}, 40_000);
