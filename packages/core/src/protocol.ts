@@ -192,7 +192,8 @@ export interface LockProtocol {
    * attempt was not applied). RedLock sends it to the masters that did not grant an attempt it
    * undoes: the attempt may never have run there, and a plain release would take off a hold the
    * owner had before, still in use. Optional: without it those masters are sent nothing, and
-   * whatever the attempt added there ends with its ttl. `ended`: `AttemptContext.ended`.
+   * whatever the attempt added there ends with its ttl. `context`: the attempt's, with `ended`
+   * set when its call had ended.
    */
   undo?(
     redis: RedisClient,
@@ -200,7 +201,7 @@ export interface LockProtocol {
     owner: string,
     token: string,
     attempt: string,
-    ended?: boolean,
+    context?: AttemptContext,
   ): Promise<ReleaseReply>;
   /**
    * Reset the TTL if, and only if, `owner` still holds it; never re-creates a missing key.

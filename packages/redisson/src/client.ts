@@ -3,11 +3,9 @@ import {
   bounded,
   createEngine,
   DEFAULT_COMMAND_TIMEOUT,
-  DEFAULT_RETRY,
   type Lock,
   type Locker,
   LockerClosedError,
-  MAX_TTL,
   NotOwnerError,
   type RedisClient,
   ReleaseListener,
@@ -57,12 +55,9 @@ export class ClientCore {
     this.protocols = {
       lock: new RLockProtocol(),
       fenced: new FencedLockProtocol(),
-      fair: new FairLockProtocol({
-        ...(options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout }),
-        // A turn kept for a waiter lasts until its next attempt lands: the longest backoff and
-        // two round trips, as the engine's own queue registrations do; no TTL can be longer.
-        turnGrace: Math.min(MAX_TTL, (options.retry?.max ?? DEFAULT_RETRY.max) + 2 * this.commandTimeout),
-      }),
+      fair: new FairLockProtocol(
+        options.fairLockWaitTimeout === undefined ? {} : { waitTimeout: options.fairLockWaitTimeout },
+      ),
       read: new ReadLockProtocol(),
       write: new WriteLockProtocol(),
     };

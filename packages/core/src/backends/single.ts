@@ -160,7 +160,7 @@ export function singleBackend(
       await stamped(resource, () =>
         context.fresh || !protocol.undo || !attempt
           ? protocol.release(redis, resource, owner, token)
-          : protocol.undo(redis, resource, owner, token, attempt, context.ended),
+          : protocol.undo(redis, resource, owner, token, attempt, context),
       );
     },
 

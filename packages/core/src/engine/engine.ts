@@ -334,6 +334,16 @@ class Engine implements Locker {
     }
   }
 
+  /** Work nobody awaits (a cleanup): bounded by the command timeout, never failing, and waited for by `close()`. */
+  private background(work: Promise<unknown>): Promise<void> {
+    return this.track(
+      withDeadline(work, this.timeout).then(
+        () => {},
+        () => {},
+      ),
+    );
+  }
+
   private track<T>(work: Promise<T>): Promise<T> {
     this.pending.add(work);
     const settled = () => this.pending.delete(work);
@@ -515,7 +525,7 @@ class Engine implements Locker {
       (grant) => this.queues.handOver(hold.resource, grant),
       id,
     );
-    this.track(withDeadline(releasing, this.timeout).catch(() => {}));
+    this.background(releasing);
   }
 
   checkOptions(options: AcquireOptions): void {
@@ -593,9 +603,7 @@ class Engine implements Locker {
   /**
    * One acquisition attempt, bounded by the command timeout. A re-entry goes through its hold's
    * queue (so it never races a renewal that rewrites the token). A grant that lands after the
-   * attempt was given up on is undone: at once when it counted a hold of its own (a re-entry,
-   * an explicit owner); for a fresh owner only once the call has ended without the lock, since
-   * until then a later attempt of the same call may be answered with that very hold.
+   * attempt was given up on goes to `lateGrant`.
    */
   private attempt(
     request: Request,
@@ -629,30 +637,34 @@ class Engine implements Locker {
       timeout + (this.backend.acquireAllowance ?? 0),
       (late) => {
         if (late.status !== 'fulfilled' || !late.value.acquired) return;
-        if (!request.fresh || (call.settled && !call.acquired))
-          this.undo(request, late.value.token, call.settled ? { ...context, ended: true } : context);
-        else if (!call.settled) call.lateToken = late.value.token;
+        const { token } = late.value;
+        this.lateGrant(request, call, () =>
+          this.backendUndo(request, token, call.settled ? { ...context, ended: true } : context),
+        );
       },
       // Given up on, it may still land after the call has settled: `close()` waits for it, and
       // the call's cleanup goes after it. For one more command timeout at most: a client that
       // drops unanswered commands (`autoResendUnfulfilledCommands: false`) never settles them.
       () => {
-        call.givenUp = this.track(withDeadline(sent, this.timeout).catch(() => {}));
+        call.givenUp = this.background(sent);
       },
       request.fresh ? signal : undefined,
     );
   }
 
   /**
-   * See `AttemptContext.lateGrant`: a fresh owner's call may still get that key by a later
-   * attempt, and then its hold does until it ends (a release that did not reach that server
-   * leaves the key to the undo, unless a hold granted afresh under that name took it since).
+   * A grant that landed after its attempt was given up on (see `send`), or one server's of
+   * several after the attempt was undone (`AttemptContext.lateGrant`): undone at once when it
+   * counted a hold of its own (a re-entry, an explicit owner). A fresh owner's call may still get
+   * that key by a later attempt, and then its hold does until it ends: undone once the call has
+   * ended without the lock, or once that hold has ended (a release that did not reach that
+   * server leaves the key to the undo), unless a hold granted afresh under that name took it since.
    */
-  private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<void>): void {
+  private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<unknown>): void {
     const { hold } = call;
     const holdOver = hold?.fresh === true && !this.holds.has(hold);
     if (!request.fresh || (call.settled && !call.acquired) || holdOver) {
-      this.track(withDeadline(undo(), this.timeout).catch(() => {}));
+      this.background(undo());
     } else if (!call.settled) {
       call.lateUndos ??= [];
       call.lateUndos.push(undo);
@@ -665,16 +677,14 @@ class Engine implements Locker {
    * not take off the outer hold on a RedLock master the attempt never reached), else released.
    */
   private undo(request: Request, token: string, context: AttemptContext): Promise<void> {
+    return this.background(this.backendUndo(request, token, context));
+  }
+
+  private backendUndo(request: Request, token: string, context: AttemptContext): Promise<unknown> {
     const { resource, owner } = request;
-    const undone: Promise<unknown> = this.backend.undo
+    return this.backend.undo
       ? this.backend.undo(resource, owner, token, context)
       : this.backend.release(resource, owner, token);
-    return this.track(
-      withDeadline(undone, this.timeout).then(
-        () => {},
-        () => {},
-      ),
-    );
   }
 
   /** The acquire loop: attempt, and while refused wait for a release message, the backoff or the holder's expiry. */
@@ -704,12 +714,11 @@ class Engine implements Locker {
     const call: AcquireCall = {
       acquired: false,
       settled: false,
-      lateToken: undefined,
       givenUp: undefined,
       lateUndos: undefined,
       hold: undefined,
     };
-    const lateGrant = (undo: () => Promise<void>) => this.lateGrant(request, call, undo);
+    const lateGrant = (undo: () => Promise<unknown>) => this.lateGrant(request, call, undo);
     let unreachable: LockUnavailableError | undefined;
     this.running += 1;
     try {
@@ -844,12 +853,7 @@ class Engine implements Locker {
     atOnce: boolean,
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
-    for (const undo of call.lateUndos ?? []) {
-      cleanup.push(this.track(withDeadline(undo(), this.timeout).catch(() => {})));
-    }
-    if (call.lateToken !== undefined) {
-      cleanup.push(this.undo(request, call.lateToken, { wait: request.wait, fresh: request.fresh }));
-    }
+    for (const undo of call.lateUndos ?? []) cleanup.push(this.background(undo()));
     const { abandon } = this.backend;
     if (attempted && request.wait > 0 && abandon) {
       const send = () =>
@@ -1040,15 +1044,16 @@ interface HoldEvents {
 interface AcquireCall {
   acquired: boolean;
   settled: boolean;
-  /** A fresh owner's grant that landed late while the call went on: undone if the call fails. */
-  lateToken: string | undefined;
   /**
    * Settles once the last attempt given up on (by its deadline or the call's signal) has, or one
    * command timeout later: it may still be on its way.
    */
   givenUp: Promise<unknown> | undefined;
-  /** A fresh owner's grants one server of several answered late, to undo if the call fails. */
-  lateUndos: (() => Promise<void>)[] | undefined;
+  /**
+   * A fresh owner's grants that landed late while the call went on (a whole attempt's, or one
+   * server's of several): undone if the call fails.
+   */
+  lateUndos: (() => Promise<unknown>)[] | undefined;
   /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
   hold: Hold | undefined;
 }

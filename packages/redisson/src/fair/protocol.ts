@@ -56,10 +56,10 @@ export interface FairLockProtocolOptions {
   /** The clock waiter deadlines are written in, epoch ms; Redisson uses each client's own. Default: `Date.now`. */
   readonly now?: () => number;
   /**
-   * How long, in ms, a waiter's turn is kept when the engine gives back a grant whose reply came
-   * too late (see `undo`): at least the longest a waiting call goes between two attempts landing,
-   * the locker's `retry.max` plus two `commandTimeout`s. Longer delays the next waiter by as much
-   * when the waiter has died or given up meanwhile. Default: `2_000` (core's defaults).
+   * How long, in ms, a waiter's turn is kept when a grant whose reply came too late is given back
+   * (see `undo`) by a caller that passes no attempt context with a queue lease; the engine's
+   * context gives that lease (the call's longest backoff plus two command timeouts). Default:
+   * `2_000` (core's defaults).
    */
   readonly turnGrace?: number;
 }
@@ -134,7 +134,9 @@ export class FairLockProtocol extends RLockProtocol {
    * owner's last hold, given back while others wait, is not freed when the attempt could wait
    * and its call has not `ended`: the owner was served in its turn and its call still waits (the
    * engine undoes an attempt whose reply came too late, after a slow or dropped connection), so
-   * the lock stays with it for `turnGrace` ms, for its next attempt to claim; its giving up
+   * the lock stays with it until its next attempt may land (the engine's queue lease for the
+   * call, `context.queueLease`: its longest backoff and two round trips; `turnGrace` ms without
+   * one), for that attempt to claim; its giving up
    * (`abandon`, sent after this undo) frees it, and otherwise it expires. Keeping it wakes the
    * head of the queue, which polls again and then sleeps no longer than the kept grant (nothing
    * is published when it expires). Any other last hold is freed as `unlock` frees it.
@@ -145,17 +147,17 @@ export class FairLockProtocol extends RLockProtocol {
     owner: string,
     _token: string,
     attempt: string,
-    ended = false,
+    context?: AttemptContext,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     const reply = await undoScript.run(redis, freeingKeys(resource, owner), [
       owner,
       attempt,
-      this.turnGrace,
+      context?.queueLease || this.turnGrace,
       this.now(),
       publish,
       UNLOCK_MESSAGE,
-      ended ? 1 : 0,
+      context?.ended ? 1 : 0,
     ]);
     if (reply === 1) return 'released';
     return reply === 0 ? 'held' : 'not-owner';
