@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { guardReservation, releaseReservation } from './watcher.js';
 
 /**
  * The first port the kernel hands out to outgoing connections (Linux default 32768). Servers
@@ -65,7 +66,9 @@ export async function reservePort(): Promise<number> {
 /** Ends a reservation of `reservePort`. Idempotent. */
 export function releasePort(port: number): void {
   if (!held.delete(port)) return;
-  rmSync(join(reservations, String(port)), { force: true });
+  const file = join(reservations, String(port));
+  rmSync(file, { force: true });
+  releaseReservation(file);
 }
 
 function claim(port: number): boolean {
@@ -81,6 +84,8 @@ function claim(port: number): boolean {
     return false;
   }
   held.add(port);
+  // The exit hook below runs on ordinary exits only; a killed process leaves this to the guard.
+  guardReservation(file);
   if (!hooked) {
     hooked = true;
     process.once('exit', releaseAll);

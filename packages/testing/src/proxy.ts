@@ -76,6 +76,13 @@ export async function startProxy(options: StartProxyOptions): Promise<TcpProxy> 
   if (typeof target?.host !== 'string' || !Number.isInteger(target.port)) {
     throw new TypeError(`target must be { host, port }, got ${JSON.stringify(target)}`);
   }
+  // Checked here: net.connect throws a port out of range from the accept handler, at the first
+  // client, where nothing catches it.
+  if (target.port < 1 || target.port > 65_535) {
+    throw new RangeError(
+      `target must be { host, port } with a port from 1 to 65535, got ${JSON.stringify(target)}`,
+    );
+  }
   const proxy = new ProxyServer({ host: target.host, port: target.port });
   await proxy.listen();
   return proxy;

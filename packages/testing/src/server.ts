@@ -59,6 +59,7 @@ export class RedisServer {
   readonly host = '127.0.0.1';
   private child: ChildProcess | undefined;
   private pausedChild: ChildProcess | undefined;
+  private stopped = false;
   private readonly clients = new OwnedClients();
 
   private constructor(
@@ -113,8 +114,9 @@ export class RedisServer {
     return { host: this.host, port: this.port };
   }
 
-  /** A new ioredis client for this server; `stop()` disconnects it. */
+  /** A new ioredis client for this server; `stop()` disconnects it. Throws once stopped. */
   client(options: RedisOptions = {}): Redis {
+    this.checkNotStopped();
     return this.clients.add(new Redis({ ...this.redisOptions, ...options }));
   }
 
@@ -163,12 +165,17 @@ export class RedisServer {
    * `PortTakenError` when a process outside this library took the port meanwhile.
    */
   async restart(): Promise<void> {
+    this.checkNotStopped();
     await this.kill();
     await this.spawn(redisServerBinary());
   }
 
-  /** Disconnects the clients it made, kills the process and removes its directory. Idempotent. */
+  /**
+   * Disconnects the clients it made, kills the process, removes its directory and releases its
+   * port; `client()` and `restart()` throw from then on. Idempotent.
+   */
   async stop(): Promise<void> {
+    this.stopped = true;
     this.clients.disconnectAll();
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
@@ -177,6 +184,14 @@ export class RedisServer {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
+  }
+
+  /**
+   * A stopped server's port is released and its directory gone: a client would reconnect
+   * forever or reach the next server given that port, and a restart would run without either.
+   */
+  private checkNotStopped(): void {
+    if (this.stopped) throw new Error(`redis-server on port ${this.port} is stopped`);
   }
 
   private signal(signal: NodeJS.Signals): void {

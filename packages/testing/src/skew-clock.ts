@@ -87,13 +87,13 @@ export interface SkewClock {
 
 /** Builds the shim if needed and makes an offset file holding `ms` (default 0). */
 export function createSkewClock(ms = 0): SkewClock {
+  checkOffset(ms);
   const library = buildSkewClock();
   const dir = mkdtempSync(join(tmpdir(), 'lock-testing-skew-'));
   const file = join(dir, 'offset');
   let offset = 0;
   const set = (next: number) => {
-    if (!Number.isInteger(next))
-      throw new RangeError(`the clock offset must be an integer of ms, got ${next}`);
+    checkOffset(next);
     // Write then rename, so the shim never reads half a number.
     writeFileSync(`${file}.next`, String(next));
     renameSync(`${file}.next`, file);
@@ -108,6 +108,10 @@ export function createSkewClock(ms = 0): SkewClock {
     set,
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+function checkOffset(ms: number): void {
+  if (!Number.isInteger(ms)) throw new RangeError(`the clock offset must be an integer of ms, got ${ms}`);
 }
 
 /** The server's wall clock (`TIME`) minus this process's, in ms: what a skew monitor would see. */

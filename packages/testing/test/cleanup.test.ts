@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { waitFor } from '../src/index.js';
 import { spawnGuard } from '../src/watcher.js';
 import { alive } from './proc.js';
@@ -14,11 +14,15 @@ const owner = fileURLToPath(new URL('./fixtures/owner.ts', import.meta.url));
 
 interface OwnerReport {
   pid: number;
+  port: number;
   dir: string;
   guard: number;
 }
 
 const children: ChildProcess[] = [];
+
+/** The file that reserves `port` across the processes of the machine (see `ports.ts`). */
+const reservation = (port: number) => join(tmpdir(), 'lock-testing-ports', String(port));
 
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
@@ -61,14 +65,20 @@ async function guardOver(cwd: string, script: (pid: number) => string): Promise<
 const gone = { timeout: 10_000 };
 
 describe('process ownership', () => {
-  it('an owner killed with SIGKILL leaves no redis-server, directory or guard behind', async () => {
+  it('an owner killed with SIGKILL leaves no redis-server, directory, port reservation or guard behind', async () => {
     const { child, report } = await startOwner('hold');
     expect(alive(report.pid)).toBe(true);
     expect(alive(report.guard)).toBe(true);
     expect(existsSync(report.dir)).toBe(true);
+    expect(existsSync(reservation(report.port))).toBe(true);
     child.kill('SIGKILL');
     await waitFor('the orphaned redis-server to be killed', async () => !alive(report.pid), gone);
     await waitFor('its directory to be removed', async () => !existsSync(report.dir), gone);
+    await waitFor(
+      'its port reservation to be removed',
+      async () => !existsSync(reservation(report.port)),
+      gone,
+    );
     await waitFor('the guard to exit', async () => !alive(report.guard), gone);
   });
 
@@ -102,5 +112,23 @@ describe('process ownership', () => {
       orphan.signalCode ?? (await new Promise((resolve) => orphan.once('exit', (_, sig) => resolve(sig))));
     expect(signal).toBe('SIGKILL');
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('the guard removes a reservation file only while it names the owner and was not released', async () => {
+    const dir = tempDir();
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = (name: string, owner: number) => {
+      const path = join(dir, name);
+      writeFileSync(path, String(owner));
+      return path;
+    };
+    // The guard's owner is this process: another process names a port it reclaimed meanwhile.
+    const owned = file('owned', process.pid);
+    const reclaimed = file('reclaimed', 1);
+    const released = file('released', process.pid);
+    const guard = spawnGuard();
+    guard.stdin!.end(`r\t${owned}\nr\t${reclaimed}\nr\t${released}\nu\t${released}\n`);
+    await new Promise((resolve) => guard.once('exit', resolve));
+    expect([owned, reclaimed, released].map((path) => existsSync(path))).toEqual([false, true, true]);
   });
 });

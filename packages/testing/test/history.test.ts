@@ -75,6 +75,27 @@ describe('checkHistory', () => {
     expect(checkHistory([...reentered, release('a', 25)]).ok).toBe(true);
   });
 
+  it("a re-entry moves the hold's deadline to its own, as the lock moves validUntil on re-entry", () => {
+    // a's first grant ends at 50, its re-entry at 30 runs to 130: b granted at 60 overlaps it.
+    const longer = checkHistory([
+      acquire('a', 10, 1, 50),
+      acquire('a', 30, 1, 130),
+      acquire('b', 60, 2),
+      release('b', 70),
+      release('a', 80),
+      release('a', 90),
+    ]);
+    expect(longer.overlaps.map((o) => [o.first.process, o.second.process, o.first.end])).toEqual([
+      ['a', 'b', ms(90)],
+    ]);
+    // A re-entry with a shorter lease ends the belief sooner; one renewed by a watchdog has no deadline.
+    expect(checkHistory([acquire('a', 10, 1, 100), acquire('a', 30, 1, 40), acquire('b', 60, 2)]).ok).toBe(
+      true,
+    );
+    const renewed = checkHistory([acquire('a', 10, 1, 50), acquire('a', 30, 1), acquire('b', 60, 2)]);
+    expect(renewed.overlaps.map((o) => o.first.end)).toEqual([2n ** 63n]);
+  });
+
   it('tolerates epsilon, and a hold never ended runs forever', () => {
     expect(checkHistory([acquire('a', 10, 1), release('a', 20.5), acquire('b', 20, 2)]).ok).toBe(true);
     expect(
@@ -204,6 +225,39 @@ describe('checkHistory', () => {
     const renewed: HistoryEvent = { op: 'acquire', process: 'a', lock: 'L', at: ms(10), fence: 1 };
     const stillRenewed = checkHistory([renewed, extend(30, 40), acquire('b', 60, 2), release('a', 80)]);
     expect(stillRenewed.overlaps.map((o) => o.first.end)).toEqual([ms(80)]);
+  });
+
+  it('an extension that came back after the loss stretches the ended hold, as a zombie write does; after a release it does not', () => {
+    const extend = (at: number, deadline: number): HistoryEvent => ({
+      op: 'extend',
+      process: 'a',
+      lock: 'L',
+      at: ms(at),
+      fence: 1,
+      deadline: ms(deadline),
+    });
+    // a loses the lock at 20 and b is granted at 25; a's extension, sent before, still found
+    // the key a's when it came back at 30, so both held it from 25 to 30.
+    const late = checkHistory([
+      acquire('a', 10, 1, 100),
+      lost('a', 20),
+      acquire('b', 25, 2),
+      extend(30, 200),
+    ]);
+    expect(late.overlaps.map((o) => [o.first.process, o.second.process, o.first.end])).toEqual([
+      ['a', 'b', ms(30)],
+    ]);
+    expect(late.maxOverrunMs).toBe(5);
+    // A release that succeeded deleted the key: an extension answered after it ran before it.
+    expect(
+      checkHistory([acquire('a', 10, 1, 100), release('a', 20), acquire('b', 25, 2), extend(30, 200)]).ok,
+    ).toBe(true);
+    // Equal timestamps: an extension back at the instant of b's grant overlaps nothing.
+    expect(
+      checkHistory([acquire('a', 10, 1, 100), lost('a', 20), acquire('b', 25, 2), extend(25, 200)], {
+        epsilonMs: 0,
+      }).ok,
+    ).toBe(true);
   });
 
   it('holds are told apart by owner: two owners of one process overlap, one owner in two processes re-enters', () => {

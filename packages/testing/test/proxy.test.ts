@@ -307,6 +307,12 @@ describe('startProxy', () => {
     expect(() => proxy.resetAfter(1, 'sideways' as 'upstream')).toThrow('got sideways');
     expect(() => proxy.resetAfter(1, 'upstream', 0)).toThrow('times must be an integer >= 1, got 0');
     await expect(startProxy({ target: { host: 'x' } as never })).rejects.toThrow(/target must be/);
+    // Up front, not at the first connection, where net.connect would throw it out of the accept handler.
+    for (const port of [0, 65_536]) {
+      await expect(startProxy({ target: { host: '127.0.0.1', port } })).rejects.toThrow(
+        `target must be { host, port } with a port from 1 to 65535, got {"host":"127.0.0.1","port":${port}}`,
+      );
+    }
   });
 
   it('stop() closes every socket and timer it made, and may be called twice', async () => {

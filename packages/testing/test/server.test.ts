@@ -44,6 +44,15 @@ describe('startRedis', () => {
     await server.stop();
   });
 
+  it("a stopped server refuses client() and restart(), naming its port: that port may be another server's now", async () => {
+    const server = await startRedis();
+    await server.stop();
+    expect(() => server.client()).toThrow(`redis-server on port ${server.port} is stopped`);
+    await expect(server.restart()).rejects.toThrow(`redis-server on port ${server.port} is stopped`);
+    await expect(server.debugSleep(1)).rejects.toThrow(`redis-server on port ${server.port} is stopped`);
+    expect(server.running).toBe(false);
+  });
+
   it('await using stops the server at the end of the block', async () => {
     let pid: number;
     {

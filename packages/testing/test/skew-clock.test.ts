@@ -1,5 +1,7 @@
-import { existsSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import {
   buildSkewClock,
   createSkewClock,
@@ -45,12 +47,22 @@ describe.skipIf(skip)('the clock-skew shim', () => {
     }
   });
 
-  it('refuses an offset that is not whole ms', () => {
+  it('refuses an offset that is not whole ms, at creation before making its directory', () => {
     const clock = createSkewClock();
     try {
       expect(() => clock.set(1.5)).toThrow('the clock offset must be an integer of ms, got 1.5');
     } finally {
       clock.remove();
+    }
+    // A temporary directory of its own, as other test processes make skew clocks meanwhile.
+    const temp = mkdtempSync(join(tmpdir(), 'skew-clock-test-'));
+    vi.stubEnv('TMPDIR', temp);
+    try {
+      expect(() => createSkewClock(1.5)).toThrow('the clock offset must be an integer of ms, got 1.5');
+      expect(readdirSync(temp).filter((name) => name.startsWith('lock-testing-skew-'))).toEqual([]);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(temp, { recursive: true, force: true });
     }
   });
 });

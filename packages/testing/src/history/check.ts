@@ -1,6 +1,9 @@
 import type { HistoryEvent } from './events.js';
 
-/** A believed-held interval: from a grant to the first of release, loss and deadline, stretched to its last accepted write. */
+/**
+ * A believed-held interval: from a grant to the first of release, loss and deadline, stretched
+ * to its last accepted write or late extension.
+ */
 export interface HeldInterval {
   readonly process: string;
   /** The owner that held it, when its grant recorded one. */
@@ -11,7 +14,8 @@ export interface HeldInterval {
   readonly believedEnd: bigint;
   /**
    * The end of its effects: `believedEnd`, or later when the resource accepted a write of this
-   * holder after it and before the holder's next grant (a zombie's write lands there).
+   * holder, or an extension of it came back, after it and before the holder's next grant (a
+   * zombie's write lands there).
    */
   readonly end: bigint;
   readonly fence: number | undefined;
@@ -134,9 +138,10 @@ export function checkHistory(
 
 /**
  * Pairs each holder's grants with what ended them. Re-entries (a grant while already held)
- * deepen the hold; only the last release ends it. An extension moves the hold's deadline. A
- * hold never ended (the process died or the log stops) runs to its deadline, or forever without
- * one. An accepted write stretches the holder's current hold, else its last ended one: a
+ * deepen the hold and move its deadline; only the last release ends it. An extension moves the
+ * hold's deadline too, and one back after the hold was lost stretches it as a zombie write does.
+ * A hold never ended (the process died or the log stops) runs to its deadline, or forever
+ * without one. An accepted write stretches the holder's current hold, else its last ended one: a
  * zombie's write that lands after the loss or release is exactly the effect that outlives a
  * belief. A grant whose deadline had passed before it came back was never believed, so unless
  * a write or an extension stretched it, it holds nothing.
@@ -170,27 +175,45 @@ function heldIntervals(ordered: readonly HistoryEvent[]): {
     intervals.push(interval);
     ended.set(id, interval);
   };
+  /** Holders whose last hold ended by a loss: the key may still have been theirs after it. */
+  const endedByLoss = new Set<string>();
+  /** Stretches the holder's last ended hold to `at`; false when it never had one. */
+  const stretch = (id: string, at: bigint): boolean => {
+    const last = ended.get(id);
+    if (last) last.end = max(last.end, at);
+    return last !== undefined;
+  };
   for (const event of ordered) {
     const id = `${holderOf(event)}\u0000${event.lock}`;
     const hold = open.get(id);
     if (event.op === 'acquire') {
-      if (hold) hold.depth += 1;
-      else open.set(id, { grant: event, depth: 1, deadline: event.deadline, lastWrite: undefined });
+      if (hold) {
+        hold.depth += 1;
+        // The lock moves a re-entered hold's validUntil to the re-entry's, later or sooner, and
+        // a re-entry renewed by a watchdog makes the whole hold renewed.
+        if (hold.deadline !== undefined) hold.deadline = event.deadline;
+      } else open.set(id, { grant: event, depth: 1, deadline: event.deadline, lastWrite: undefined });
     } else if (event.op === 'extend') {
       // An extension that came back after the deadline still found the key this owner's, so a
-      // grant to another holder in that gap is itself a violation: the hold runs on through it. A hold without a deadline is
-      // renewed by its watchdog and keeps having none. An ended hold is not revived: extend()
-      // rejects once the lock is lost or released.
+      // grant to another holder in that gap is itself a violation: the hold runs on through it.
+      // A hold without a deadline is renewed by its watchdog and keeps having none. One that
+      // came back after a loss (sent before it) found the key this owner's, so like a zombie
+      // write it stretches the ended hold to its return, not to its new deadline: the holder no
+      // longer believes. After a release it proves nothing: it ran before the release deleted
+      // the key, and only its answer came late.
       if (hold?.deadline !== undefined) hold.deadline = event.deadline;
+      else if (!hold && endedByLoss.has(id)) stretch(id, event.at);
     } else if (event.op === 'release') {
-      if (hold && --hold.depth === 0) close(id, event.at);
+      if (hold && --hold.depth === 0) {
+        close(id, event.at);
+        endedByLoss.delete(id);
+      }
     } else if (event.op === 'lost') {
       close(id, event.at);
+      endedByLoss.add(id);
     } else if (event.accepted) {
-      const last = ended.get(id);
       if (hold) hold.lastWrite = event.at;
-      else if (last) last.end = max(last.end, event.at);
-      else unheldWrites.push(event);
+      else if (!stretch(id, event.at)) unheldWrites.push(event);
     }
   }
   const never = 2n ** 63n;

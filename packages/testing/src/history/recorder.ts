@@ -70,8 +70,8 @@ export class HistoryRecorder {
   /**
    * A successful `extend()` of `lock`, now (call it when extend resolves): the hold's deadline
    * becomes the handle's new `validUntil`. Recording it as another grant would count as a
-   * re-entry and keep the first deadline. A hold recorded with `{ renewed: true }` keeps having
-   * none.
+   * re-entry, which takes one more release to end. A hold recorded with `{ renewed: true }`
+   * keeps having none.
    */
   extended(lock: HeldLock): HistoryEvent {
     return this.record({
