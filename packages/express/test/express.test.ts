@@ -224,6 +224,39 @@ for (const version of expressVersions) {
       });
     });
 
+    it('names the placeholders and the reason, not the value, when a client value makes a key the locker refuses', async () => {
+      const server = await serve((app) => {
+        app.get('/search', lock({ locker, key: 'search:{query.q}:{headers.x-tenant}' }), (_req, res) => {
+          res.json({ ok: true });
+        });
+        app.get('/made', lock({ locker, key: (req) => `made:${String(req.query.q)}` }), (_req, res) => {
+          res.json({ ok: true });
+        });
+        app.use(((error, _req, res, _next) => {
+          res.status(error.status).json({ code: error.code, message: error.message });
+        }) as express5.ErrorRequestHandler);
+      });
+      const huge = 'x'.repeat(5_000);
+      const fromTemplate = await request(server).get(`/search?q=${huge}`).set('X-Tenant', 'acme');
+      const fromFunction = await request(server).get(`/made?q=${huge}`);
+      expect([fromTemplate.status, fromTemplate.body]).toEqual([
+        400,
+        {
+          code: 'ERR_LOCK_HTTP_BAD_VALUE',
+          message:
+            "the lock key made from this request's {query.q}, {headers.x-tenant} is refused by the locker: longer than 4096 bytes",
+        },
+      ]);
+      expect([fromFunction.status, fromFunction.body]).toEqual([
+        500,
+        {
+          code: 'ERR_LOCK_HTTP_BAD_KEY',
+          message:
+            'the lock key the key function made from this request is refused by the locker: longer than 4096 bytes',
+        },
+      ]);
+    });
+
     it('warns once when mounted with app.use, where there are no route params, and answers 500', async () => {
       const logger = { warn: vi.fn(), error: vi.fn() };
       const server = await serve((app) => {

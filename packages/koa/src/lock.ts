@@ -1,4 +1,3 @@
-import { Stream } from 'node:stream';
 import type { Lock } from '@lock/core';
 import {
   type CommonLockOptions,
@@ -6,11 +5,10 @@ import {
   checkFunction,
   checkPropertyName,
   createGate,
-  cutResponse,
   type LockRefusal,
 } from '@lock/express/http';
 import type { Context, Middleware } from 'koa';
-import { refuse, sendRefusal } from './send-refusal.js';
+import { cutUnlessTakenOver, refuse, sendRefusal } from './send-refusal.js';
 
 /** `ctx.state` under the default `stateKey`: `new Router<LockState>()` types `ctx.state.lock`. */
 export interface LockState {
@@ -54,7 +52,6 @@ export function lock(options: KoaLockOptions): Middleware {
 
   return async function lockMiddleware(ctx, next) {
     let downstream: Promise<unknown> | undefined;
-    let locked = false;
     // Returning `downstream` keeps the lock until the handler has settled, even when the client
     // aborts first: the response closing alone must not let a second request in while it runs.
     const outcome = await gate(
@@ -63,7 +60,7 @@ export function lock(options: KoaLockOptions): Middleware {
       (held) => {
         if (held) {
           ctx.state[stateKey] = held;
-          locked = true;
+          cutWhenKoaGivesUp(ctx);
         }
         downstream = next();
         return downstream;
@@ -72,21 +69,24 @@ export function lock(options: KoaLockOptions): Middleware {
     );
     if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal);
     await downstream;
-    if (locked) cutOnStreamError(ctx);
   };
 }
 
 /**
  * The lock lasts until the response closes, so a response that never closes holds it for as
- * long as the client waits. Koa 2 leaves the response of a streamed body that fails after the
- * headers went out open (Koa 3 cuts it): cut it then, so the lock is released. A response Koa
- * could still answer (the stream failed before the headers) has been ended by then and is kept.
+ * long as the client waits. Koa 2 and 3 leave a response open when an error reaches them after
+ * its headers went out (a handler that threw after `ctx.flushHeaders()` or `ctx.res.write`, and
+ * on Koa 2 a streamed body that failed): Koa's `ctx.onerror` says "nothing we can do" and
+ * returns. Cut such a response there, as Express does. One that Koa or an error handler of the
+ * app answered has been ended by then and is kept.
  */
-function cutOnStreamError(ctx: Context): void {
-  const body: unknown = ctx.body;
-  if (!(body instanceof Stream)) return;
-  // Koa's own error listener was added when the body was set, so it has run by then.
-  body.once('error', () => {
-    if (!ctx.res.writableEnded) cutResponse(ctx.res);
-  });
+function cutWhenKoaGivesUp(ctx: Context): void {
+  const onerror = ctx.onerror;
+  ctx.onerror = (error) => {
+    try {
+      return onerror.call(ctx, error);
+    } finally {
+      if (error != null && ctx.headerSent) cutUnlessTakenOver(ctx);
+    }
+  };
 }

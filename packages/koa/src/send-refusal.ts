@@ -28,6 +28,14 @@ export async function refuse(ctx: Context, handler: RefusalHandler, refusal: Loc
   try {
     await handler(ctx, refusal);
   } finally {
-    if (sent && ctx.respond !== false && !ctx.res.writableEnded) cutResponse(ctx.res);
+    if (sent) cutUnlessTakenOver(ctx);
   }
+}
+
+/**
+ * Cuts a response whose status can no longer be told, unless the app took it over
+ * (`ctx.respond = false`) or it has ended.
+ */
+export function cutUnlessTakenOver(ctx: Context): void {
+  if (ctx.respond !== false && !ctx.res.writableEnded) cutResponse(ctx.res);
 }

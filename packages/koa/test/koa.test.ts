@@ -271,6 +271,54 @@ for (const version of koaVersions) {
       expect([client.responses(), client.received().slice(0, 13)]).toEqual(expected);
     });
 
+    it('cuts the response of a handler that throws after sending the headers, and releases the lock', async () => {
+      const server = await serve((app, router) => {
+        // Koa logs the error; that error is what the test makes.
+        app.silent = true;
+        router.get('/events/:id', lock({ locker, key: 'events:{params.id}' }), async (ctx) => {
+          // A server-sent event stream written by hand, whose source then fails.
+          ctx.status = 200;
+          ctx.type = 'text/event-stream';
+          ctx.flushHeaders();
+          ctx.res.write('data: first\n\n');
+          await new Promise((resolve) => setImmediate(resolve));
+          throw new Error('the event source failed');
+        });
+      });
+      const failing = openRequest(server, '/events/1');
+      expect(await failing.firstChunk).toBe('data: first\n\n');
+      // Koa answers nothing once the headers are out and leaves the response open, the lock with it.
+      await waitFor('events:1 to be free', async () => !(await locker.isLocked('events:1')), {
+        timeout: 5_000,
+        interval: 10,
+      });
+      expect(await outcomeOf(failing.body)).toBe('cut');
+    });
+
+    it('leaves a response whose headers are out to an upstream middleware that answers the error', async () => {
+      const server = await serve((app, router) => {
+        app.use(async (ctx, next) => {
+          try {
+            await next();
+          } catch {
+            ctx.res.end('data: failed\n\n');
+          }
+        });
+        router.get('/events/:id', lock({ locker, key: 'events:{params.id}' }), async (ctx) => {
+          ctx.status = 200;
+          ctx.flushHeaders();
+          ctx.res.write('data: first\n\n');
+          throw new Error('the event source failed');
+        });
+      });
+      const answered = openRequest(server, '/events/2');
+      expect(await outcomeOf(answered.body)).toBe('ended data: first\n\ndata: failed\n\n');
+      await waitFor('events:2 to be free', async () => !(await locker.isLocked('events:2')), {
+        timeout: 5_000,
+        interval: 10,
+      });
+    });
+
     it('warns once when mounted with router.use before the routes match, and answers 500', async () => {
       const logger = { warn: vi.fn(), error: vi.fn() };
       const server = await serve((app, router) => {

@@ -1,9 +1,9 @@
 import { isUnavailable, type Lock } from '@lock/core';
-import { LockHttpWarning, RequestKeyError } from './errors.js';
+import { LockHttpWarning } from './errors.js';
 import type { KeySources } from './key-template.js';
 import type { LockSettings } from './options.js';
 import { busyRefusal, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
-import { keyOf } from './request-key.js';
+import { keyOf, refusedKeyError } from './request-key.js';
 import { type ClosableRequest, type ClosableResponse, lockForResponse } from './response-lock.js';
 import { WarnOnce } from './warnings.js';
 
@@ -94,11 +94,7 @@ export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C)
         return PROCEEDED;
       }
       if ((error as { code?: unknown } | null)?.code === 'ERR_LOCK_INVALID_KEY') {
-        throw new RequestKeyError(
-          typeof settings.key === 'function' ? 'ERR_LOCK_HTTP_BAD_KEY' : 'ERR_LOCK_HTTP_BAD_VALUE',
-          'the lock key made from this request is refused by the locker (too long, or unusable on this topology)',
-          { cause: error },
-        );
+        throw refusedKeyError(settings.key, error);
       }
       throw error;
     }

@@ -3,6 +3,31 @@ import { type KeySources, type KeyTemplate, renderKey } from './key-template.js'
 import type { LockSettings } from './options.js';
 import type { WarnOnce } from './warnings.js';
 
+/**
+ * The `RequestKeyError` for a key the locker refused (`InvalidKeyError`, such as a key longer
+ * than 4096 bytes): it names the template's placeholders, the values the client controls, and
+ * the locker's reason, never the key itself (kilobytes of client input) nor the template: a 400's
+ * message may reach the client, as the messages of missing values do.
+ */
+export function refusedKeyError<C>(key: LockSettings<C>['key'], error: unknown): RequestKeyError {
+  const given = (error as { reason?: unknown } | null)?.reason;
+  const reason = typeof given === 'string' ? given : 'too long, or unusable on this topology';
+  if (typeof key === 'function') {
+    return new RequestKeyError(
+      'ERR_LOCK_HTTP_BAD_KEY',
+      `the lock key the key function made from this request is refused by the locker: ${reason}`,
+      { cause: error },
+    );
+  }
+  const values = key.parts.flatMap((part) => (typeof part === 'string' ? [] : [`{${part.text}}`]));
+  const from = values.length > 0 ? `this request's ${values.join(', ')}` : 'its template alone';
+  return new RequestKeyError(
+    'ERR_LOCK_HTTP_BAD_VALUE',
+    `the lock key made from ${from} is refused by the locker: ${reason}`,
+    { cause: error },
+  );
+}
+
 /** Turns a request into its lock key, or throws `RequestKeyError`. */
 export type KeyOf<C> = (context: C) => Promise<string>;
 

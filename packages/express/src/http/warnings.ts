@@ -10,7 +10,12 @@ export class WarnOnce {
   warn(code: string, message: string, options?: ErrorOptions): void {
     if (this.logged.has(code)) return;
     this.logged.add(code);
-    this.logger.warn(new LockHttpWarning(code, message, options));
+    try {
+      this.logger.warn(new LockHttpWarning(code, message, options));
+    } catch {
+      // A warning must not change the answer: a logger that throws would turn a request failing
+      // open into a 500.
+    }
   }
 
   /** Lets `code` be logged again (a new outage after a recovery). */

@@ -574,6 +574,9 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         const downLocker = createLocker({ redis });
         const warn = vi.fn();
         const logger = { warn, error: vi.fn() };
+        const throwingWarn = vi.fn(() => {
+          throw new Error('logger transport down');
+        });
         const app = await serve(
           {
             path: '/closed/:id',
@@ -585,12 +588,24 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
             options: { locker: downLocker, key: 'order:{params.id}', wait: 1_000, failOpen: true, logger },
             handle: async (lock) => ({ locked: lock !== undefined }),
           },
+          {
+            path: '/open-unlogged/:id',
+            options: {
+              locker: downLocker,
+              key: 'order:{params.id}',
+              wait: 1_000,
+              failOpen: true,
+              logger: { warn: throwingWarn, error: vi.fn() },
+            },
+            handle: async (lock) => ({ locked: lock !== undefined }),
+          },
         );
         expect((await request(app).get('/closed/1')).body).toEqual({ locked: true });
         await server.kill();
         return {
           app,
           warn,
+          throwingWarn,
           [Symbol.asyncDispose]: async () => {
             redis.disconnect();
             await downLocker.close();
@@ -693,6 +708,13 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         expect([first.status, first.body, second.body]).toEqual([200, { locked: false }, { locked: false }]);
         expect(down.warn).toHaveBeenCalledTimes(1);
         expect(down.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_FAIL_OPEN' });
+      }, 15_000);
+
+      it('runs the handler unlocked with failOpen when the logger told of the outage throws', async () => {
+        await using down = await downRedis();
+        const first = await request(down.app).get('/open-unlogged/1');
+        expect([first.status, first.body]).toEqual([200, { locked: false }]);
+        expect(down.throwingWarn).toHaveBeenCalledTimes(1);
       }, 15_000);
     });
   });
