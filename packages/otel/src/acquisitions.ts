@@ -7,6 +7,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
+import { abandon } from './abandon.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOCK_ATTEMPTS,
@@ -98,7 +99,10 @@ export class Acquisitions {
     });
   }
 
-  /** The call returned or threw: its span ends and its wait is recorded. */
+  /**
+   * The call returned or threw: its span ends and its wait is recorded. Each whatever the other
+   * does: a span processor of the user's that throws must not leave the call counted as waiting.
+   */
   finish(call: AcquireCall): void {
     const acquisition = this.calls.get(call);
     if (!acquisition) return;
@@ -108,24 +112,24 @@ export class Acquisitions {
     const waited = performance.now() - acquisition.startedAt;
     const outcome: AcquireOutcome =
       'error' in call ? failureOutcome(call.error) : call.result ? 'acquired' : 'busy';
-    span.setAttributes({ [ATTR_LOCK_OUTCOME]: outcome, [ATTR_LOCK_WAIT_MS]: waited });
-    if (call.attempts !== undefined) span.setAttribute(ATTR_LOCK_ATTEMPTS, call.attempts);
-    if (FAILED.has(outcome)) {
-      span.setAttribute(ATTR_ERROR_TYPE, errorType(call.error));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+    try {
+      span.setAttributes({ [ATTR_LOCK_OUTCOME]: outcome, [ATTR_LOCK_WAIT_MS]: waited });
+      if (call.attempts !== undefined) span.setAttribute(ATTR_LOCK_ATTEMPTS, call.attempts);
+      if (FAILED.has(outcome)) {
+        span.setAttribute(ATTR_ERROR_TYPE, errorType(call.error));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    } finally {
+      metrics.waiting.add(-1, metricAttributes);
+      metrics.waitDuration.record(waited / 1000, { ...metricAttributes, [ATTR_LOCK_OUTCOME]: outcome });
+      if (outcome === 'timeout') metrics.timeouts.add(1, metricAttributes);
     }
-    span.end();
-    metrics.waiting.add(-1, metricAttributes);
-    metrics.waitDuration.record(waited / 1000, { ...metricAttributes, [ATTR_LOCK_OUTCOME]: outcome });
-    if (outcome === 'timeout') metrics.timeouts.add(1, metricAttributes);
   }
 
   /** Stops tracking the calls still in progress: their spans end without an outcome. */
   close(): void {
-    for (const { span, metricAttributes } of this.calls.values()) {
-      span.end();
-      this.telemetry.metrics.waiting.add(-1, metricAttributes);
-    }
+    abandon('an acquire span', this.calls.values(), this.telemetry.metrics.waiting);
     this.calls.clear();
   }
 }

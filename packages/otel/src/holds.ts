@@ -1,4 +1,5 @@
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { abandon } from './abandon.js';
 import {
   ATTR_ERROR_TYPE,
   ATTR_LOCK_EXTENSIONS,
@@ -10,7 +11,14 @@ import {
   ATTR_LOCK_REENTRY,
   ATTR_LOCK_RENEWALS,
 } from './attributes.js';
-import { type AcquireEvent, type ExtendEvent, holdId, type LostEvent, type ReleaseEvent } from './events.js';
+import {
+  type AcquireEvent,
+  type ExtendEvent,
+  holdId,
+  type LockEvent,
+  type LostEvent,
+  type ReleaseEvent,
+} from './events.js';
 import type { Telemetry } from './telemetry.js';
 
 /** How a hold ended, as `lock.hold.outcome` records it. */
@@ -86,53 +94,65 @@ export class Holds {
     if (hold) this.end(id, hold, event.result);
   }
 
+  /**
+   * A lease was reset. A renewal counts whether or not the hold is one this instrumentation saw
+   * begin (it may have started before), as its acquisitions and losses do.
+   */
   extended(event: ExtendEvent): void {
     const hold = this.holds.get(holdId(event));
-    if (!hold) return;
     if (!event.renewal) {
-      hold.extensions += 1;
+      if (hold) hold.extensions += 1;
       return;
     }
-    hold.renewals += 1;
-    this.telemetry.metrics.renewals.add(1, hold.metricAttributes);
+    if (hold) hold.renewals += 1;
+    this.telemetry.metrics.renewals.add(1, hold?.metricAttributes ?? this.metricAttributesOf(event));
   }
 
   lost(event: LostEvent): void {
     const id = holdId(event);
     const hold = this.holds.get(id);
+    this.telemetry.metrics.losses.add(1, {
+      ...(hold?.metricAttributes ?? this.metricAttributesOf(event)),
+      [ATTR_LOCK_LOST_REASON]: event.reason,
+    });
     if (!hold) return;
     hold.span.setAttribute(ATTR_LOCK_LOST_REASON, event.reason);
-    this.telemetry.metrics.losses.add(1, { ...hold.metricAttributes, [ATTR_LOCK_LOST_REASON]: event.reason });
     this.end(id, hold, 'lost');
   }
 
   /** Stops tracking the holds still open: their spans end without an outcome. */
   close(): void {
-    for (const hold of this.holds.values()) {
-      hold.span.end();
-      this.telemetry.metrics.held.add(-1, hold.metricAttributes);
-    }
+    abandon('a held span', this.holds.values(), this.telemetry.metrics.held);
     this.holds.clear();
   }
 
+  /** The metric attributes of a hold this instrumentation did not see begin. */
+  private metricAttributesOf(event: LockEvent): Attributes {
+    return this.telemetry.metricAttributes(event.protocol, this.telemetry.pattern(event.key));
+  }
+
+  /** Ends a hold: its span, and its count and duration, each whatever the other does. */
   private end(id: string, hold: Hold, outcome: HoldOutcome): void {
     this.holds.delete(id);
     const { span, metricAttributes } = hold;
-    span.setAttributes({
-      [ATTR_LOCK_HOLD_OUTCOME]: outcome,
-      [ATTR_LOCK_RENEWALS]: hold.renewals,
-      [ATTR_LOCK_EXTENSIONS]: hold.extensions,
-    });
-    if (outcome !== 'released') {
-      span.setAttribute(ATTR_ERROR_TYPE, HOLD_ERRORS[outcome]);
-      span.setStatus({ code: SpanStatusCode.ERROR });
+    try {
+      span.setAttributes({
+        [ATTR_LOCK_HOLD_OUTCOME]: outcome,
+        [ATTR_LOCK_RENEWALS]: hold.renewals,
+        [ATTR_LOCK_EXTENSIONS]: hold.extensions,
+      });
+      if (outcome !== 'released') {
+        span.setAttribute(ATTR_ERROR_TYPE, HOLD_ERRORS[outcome]);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    } finally {
+      const { metrics } = this.telemetry;
+      metrics.held.add(-1, metricAttributes);
+      metrics.holdDuration.record((performance.now() - hold.startedAt) / 1000, {
+        ...metricAttributes,
+        [ATTR_LOCK_HOLD_OUTCOME]: outcome,
+      });
     }
-    span.end();
-    const { metrics } = this.telemetry;
-    metrics.held.add(-1, metricAttributes);
-    metrics.holdDuration.record((performance.now() - hold.startedAt) / 1000, {
-      ...metricAttributes,
-      [ATTR_LOCK_HOLD_OUTCOME]: outcome,
-    });
   }
 }

@@ -12,6 +12,7 @@ import { Holds } from './holds.js';
 import { joinMeterProvider } from './meter-providers.js';
 import { checkOptions, type InstrumentLocksOptions } from './options.js';
 import { OTHER_ERROR } from './outcome.js';
+import { shielded } from './shielded.js';
 import { createTelemetry } from './telemetry.js';
 
 /** What `instrumentLocks` returns. */
@@ -140,20 +141,4 @@ function sharedBinding(storage: AsyncLocalStorage<Context>, use: ActiveContext):
 function listener<T>(doing: string, fn: (message: T) => void): Listener {
   const safe = shielded(doing, fn);
   return (message) => safe(message as T);
-}
-
-/**
- * A diagnostics_channel subscriber or store transform that throws crashes the process (Node
- * rethrows it as an uncaught exception): telemetry must never take a service down, so failures
- * are reported to OpenTelemetry's diagnostic logger instead.
- */
-function shielded<T, R>(doing: string, fn: (input: T) => R): (input: T) => R | undefined {
-  return (input) => {
-    try {
-      return fn(input);
-    } catch (error) {
-      diag.error(`@lock/otel: failed to ${doing}`, error);
-      return undefined;
-    }
-  };
 }

@@ -4,6 +4,12 @@ const SCRIPT = /^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/i;
 const SOURCE = /^eval(_ro)?$/i;
 
 /**
+ * An owner as core and Redisson make them, `<uuid>:<n>` (after the locker's id, if it has one):
+ * found in the channel a Redisson fair lock's waiter subscribes to and in a Redisson reader's keys.
+ */
+const OWNER = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:\d+/gi;
+
+/**
  * For every other command, how many leading arguments the statement shows: the policy of the
  * default serializer of `@opentelemetry/instrumentation-ioredis` 0.71, restated, so switching
  * serializers changes nothing but scripts. The first matching prefix wins; a command matching
@@ -29,7 +35,8 @@ const SHOWN: readonly (readonly [shown: number, prefixes: readonly string[]])[] 
  * arguments of lock scripts are owner tokens: whoever reads the trace could release or extend
  * the lock. Scripts show only their digest (or function name) and key count:
  * `evalsha 5d8c… 2 [3 other arguments]`; `eval` shows `[script]` for the source. Every other
- * command is shown as the default serializer shows it.
+ * command is shown as the default serializer shows it, but for the owners named in its channels
+ * or keys, shown as `[owner]`.
  *
  * ```ts
  * new IORedisInstrumentation({ dbStatementSerializer });
@@ -39,7 +46,8 @@ export function dbStatementSerializer(command: string, args: readonly unknown[])
   if (SCRIPT.test(command)) return scriptStatement(command, args);
   const upper = command.toUpperCase();
   const shown = SHOWN.find(([, prefixes]) => prefixes.some((prefix) => upper.startsWith(prefix)))?.[0] ?? 0;
-  return statement(command, args.slice(0, shown).map(String), args.length - Math.min(shown, args.length));
+  const visible = args.slice(0, shown).map((arg) => String(arg).replace(OWNER, '[owner]'));
+  return statement(command, visible, args.length - Math.min(shown, args.length));
 }
 
 function scriptStatement(command: string, args: readonly unknown[]): string {

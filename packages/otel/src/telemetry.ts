@@ -1,6 +1,5 @@
 import {
   type Attributes,
-  diag,
   type Meter,
   type MeterProvider,
   metrics,
@@ -11,6 +10,7 @@ import { ATTR_LOCK_KEY, ATTR_LOCK_PROTOCOL } from './attributes.js';
 import { keyPattern } from './key-pattern.js';
 import { createLockMetrics, type LockMetrics } from './metrics.js';
 import type { InstrumentLocksOptions } from './options.js';
+import { report } from './shielded.js';
 
 const SCOPE = '@lock/otel';
 
@@ -40,9 +40,9 @@ export function createTelemetry(options: InstrumentLocksOptions): Telemetry {
       try {
         const rendered = render(key);
         if (typeof rendered === 'string') return rendered;
-        diag.error(`${SCOPE}: keyPattern returned ${typeof rendered}, not a string`);
+        report(`${SCOPE}: keyPattern returned ${typeof rendered}, not a string`);
       } catch (error) {
-        diag.error(`${SCOPE}: keyPattern threw`, error);
+        report(`${SCOPE}: keyPattern threw`, error);
       }
       return '*';
     },

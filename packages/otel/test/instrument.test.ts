@@ -11,14 +11,18 @@ import {
   ATTR_LOCK_FENCE,
   ATTR_LOCK_HOLD_OUTCOME,
   ATTR_LOCK_KEY,
+  ATTR_LOCK_LOST_REASON,
   ATTR_LOCK_OUTCOME,
+  ATTR_LOCK_PROTOCOL,
   ATTR_LOCK_REENTRY,
   ATTR_LOCK_WAIT_LIMIT_MS,
   instrumentLocks,
   METRIC_LOCK_ACQUISITIONS,
   METRIC_LOCK_HELD,
   METRIC_LOCK_HOLD_DURATION,
+  METRIC_LOCK_LOSSES,
   METRIC_LOCK_RENEWAL_BATCH_SIZE,
+  METRIC_LOCK_RENEWALS,
   METRIC_LOCK_WAIT_DURATION,
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
@@ -109,6 +113,31 @@ describe('instrumentLocks', () => {
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(1);
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
     expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+
+  it('parents what a using() callback does, a re-entry included, on the caller: the acquire span ended before it ran', async () => {
+    const instrumentation = instrumentLocks();
+    let caller = '';
+    try {
+      await tracer.startActiveSpan('caller', async (span) => {
+        caller = span.spanContext().spanId;
+        await locker.using('cart:7', async () => {
+          tracer.startSpan('inside').end();
+          await (await locker.acquire('cart:7')).release();
+        });
+        span.end();
+      });
+    } finally {
+      instrumentation.disable();
+    }
+    const spans = spanExporter.getFinishedSpans().filter((span) => span.name !== 'caller');
+    const underCaller = (span: ReadableSpan) => [span.name, parentOf(span) === caller];
+    expect(spans.filter((span) => !span.attributes['db.system.name']).map(underCaller)).toEqual([
+      ['lock.acquire cart:*', true],
+      ['inside', true],
+      ['lock.acquire cart:*', true],
+      ['lock.held cart:*', true],
+    ]);
   });
 
   it('keeps apart the holds of two lockers on one key with one owner, each re-entered or not', async () => {
@@ -454,6 +483,128 @@ describe('instrumentLocks', () => {
       ['lock.held *', '*'],
     ]);
     expect(errors.length).toBeGreaterThan(0);
+  });
+
+  it('survives a diag logger that throws too: the failure it cannot log is dropped, never thrown into the lock call', async () => {
+    const logged: unknown[] = [];
+    diag.setLogger({
+      ...silent,
+      error: (...args: unknown[]) => {
+        logged.push(args);
+        throw new Error('logger down');
+      },
+    });
+    const instrumentation = instrumentLocks({
+      keyPattern: () => {
+        throw new Error('no pattern today');
+      },
+    });
+    let released: string;
+    try {
+      released = await (await locker.acquire('order:1')).release();
+    } finally {
+      instrumentation.disable();
+      diag.disable();
+    }
+    expect(released).toBe('released');
+    expect(logged.length).toBeGreaterThan(0);
+    expect(lockSpans().map((span) => span.name)).toEqual(['lock.acquire *', 'lock.held *']);
+  });
+
+  it('keeps locking, and counts right, when a span processor of the user’s throws at every span end', async () => {
+    const errors: unknown[] = [];
+    const warnings: string[] = [];
+    diag.setLogger({
+      ...silent,
+      error: (...args: unknown[]) => errors.push(args),
+      warn: (message: string) => warnings.push(message),
+    });
+    const throwing = new BasicTracerProvider({
+      spanProcessors: [
+        {
+          onStart() {},
+          onEnd() {
+            throw new Error('exporter down');
+          },
+          forceFlush: async () => {},
+          shutdown: async () => {},
+        },
+      ],
+    });
+    const instrumentation = instrumentLocks({
+      tracerProvider: throwing,
+      meterProvider: metrics.meterProvider,
+    });
+    let disabled: unknown = 'not called';
+    const releases: string[] = [];
+    try {
+      releases.push(await (await locker.acquire('order:1')).release());
+      const ended = await metrics.collect();
+      expect([total(ended, METRIC_LOCK_WAITING), total(ended, METRIC_LOCK_HELD)]).toEqual([0, 0]);
+      expect([
+        recorded(ended, METRIC_LOCK_WAIT_DURATION),
+        recorded(ended, METRIC_LOCK_HOLD_DURATION),
+      ]).toEqual([1, 1]);
+
+      const held = await locker.acquire('order:2');
+      const waiting = locker.acquire('order:2', { wait: 5_000 });
+      try {
+        instrumentation.disable();
+        disabled = 'returned';
+      } catch (error) {
+        disabled = error;
+      }
+      const stopped = await metrics.collect();
+      expect([total(stopped, METRIC_LOCK_WAITING), total(stopped, METRIC_LOCK_HELD)]).toEqual([0, 0]);
+      releases.push(await held.release());
+      releases.push(await (await waiting).release());
+      // Left by the disabled one, the meter provider takes another without a double-count warning.
+      instrumentLocks({ meterProvider: metrics.meterProvider }).disable();
+    } finally {
+      instrumentation.disable();
+      diag.disable();
+      await throwing.shutdown();
+    }
+    expect(disabled).toBe('returned');
+    expect(releases).toEqual(['released', 'released', 'released']);
+    expect(warnings.filter((message) => message.includes('meter provider'))).toEqual([]);
+    expect(errors.length).toBeGreaterThan(0);
+  });
+
+  it('counts the renewals and the loss of a lock acquired before instrumentLocks(), as it counts its acquisitions', async () => {
+    const renewing = createLocker({ redis, ttl: 300 });
+    const lock = await renewing.acquire('job:1');
+    const renewals: unknown[] = [];
+    const countRenewal = (message: unknown) => {
+      if ((message as { renewal: boolean }).renewal) renewals.push(message);
+    };
+    const renewed = new Promise<void>((resolve) => {
+      const once = () => {
+        lockEvents.extend.unsubscribe(once);
+        resolve();
+      };
+      lockEvents.extend.subscribe(once);
+    });
+    const gone = new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+    lockEvents.extend.subscribe(countRenewal);
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    try {
+      await renewed;
+      await redis.del(...(await redis.keys('*job:1*')));
+      await gone;
+    } finally {
+      // Together, so that both saw the same renewals.
+      instrumentation.disable();
+      lockEvents.extend.unsubscribe(countRenewal);
+      await renewing.close();
+    }
+    const all = await metrics.collect();
+    expect(renewals.length).toBeGreaterThanOrEqual(1);
+    expect(total(all, METRIC_LOCK_RENEWALS, { [ATTR_LOCK_PROTOCOL]: 'token' })).toBe(renewals.length);
+    expect(
+      total(all, METRIC_LOCK_LOSSES, { [ATTR_LOCK_LOST_REASON]: 'taken', [ATTR_LOCK_PROTOCOL]: 'token' }),
+    ).toBe(1);
+    expect(total(all, METRIC_LOCK_HELD)).toBe(0);
   });
 
   it('records the batch size of a failed round apart, with error.type _OTHER', async () => {

@@ -54,6 +54,20 @@ describe('dbStatementSerializer', () => {
     }
   });
 
+  it('shows an owner named in a channel or key as [owner]: a Redisson fair lock subscribes to its waiter’s channel', () => {
+    // `redisson_lock__channel:{name}:<owner>`, the owner being `<client uuid>:<thread id>`.
+    const channel = `redisson_lock__channel:{order:42}:${OWNER}`;
+    for (const command of ['subscribe', 'SSUBSCRIBE', 'sunsubscribe']) {
+      expect(dbStatementSerializer(command, [channel])).toBe(
+        `${command} redisson_lock__channel:{order:42}:[owner]`,
+      );
+    }
+    // A Redisson reader's fence key; core's owners have the same shape (`[<locker id>:]<uuid>:<n>`).
+    expect(dbStatementSerializer('del', [`{order:42}:${OWNER}:rwlock_fence`, `billing:${OWNER}`])).toBe(
+      'del {order:42}:[owner]:rwlock_fence billing:[owner]',
+    );
+  });
+
   it('shows every other command as the instrumentation does by default', () => {
     const commands: [string, unknown[]][] = [
       ['get', ['k']],
