@@ -84,7 +84,19 @@ export class ClientCore {
     const stack = this.handles.get(key) ?? [];
     stack.push(lock);
     this.handles.set(key, stack);
+    // A hold left to its lease is never unlocked ("lock for 10 s" as a dedupe): kept, every such
+    // call would stay here for the life of the process.
+    lock.signal.addEventListener('abort', () => this.forgetLost(key, lock), { once: true });
     return lock;
+  }
+
+  /** Drops a hold lost before its unlock, which then throws `NotOwnerError` as Java's would. */
+  private forgetLost(key: string, lock: Lock): void {
+    // Lost to shutdown(), which released it: an unlock after that answers what that release did.
+    if (this.closed) return;
+    const stack = this.handles.get(key)?.filter((other) => other !== lock) ?? [];
+    if (stack.length === 0) this.handles.delete(key);
+    else this.handles.set(key, stack);
   }
 
   /**
@@ -145,4 +157,10 @@ export class ClientCore {
   }
 }
 
-const holdKey = (kind: LockKind, name: string, owner: string): string => `${kind}\n${name}\n${owner}`;
+/**
+ * Where a thread's holds of one lock object wait for their unlocks. A fenced lock is an RLock to
+ * Java, same field and same unlock script (RFencedLock extends RedissonLock), so either object
+ * unlocks what the other locked; a fair lock's unlock wakes its queue instead, and stays apart.
+ */
+const holdKey = (kind: LockKind, name: string, owner: string): string =>
+  `${kind === 'fenced' ? 'lock' : kind}\n${name}\n${owner}`;

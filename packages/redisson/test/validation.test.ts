@@ -46,6 +46,12 @@ describe('input checks and thread ranges', () => {
 
     it('an empty keyPrefix prefixes nothing, and is accepted', async () => {
       const plain = createRedisson({ redis: server.client({ keyPrefix: '' }) });
+      await plain.run(async () => {
+        const lock = plain.getLock('plain:1');
+        await lock.lock();
+        expect(await redis.exists('plain:1')).toBe(1);
+        await lock.unlock();
+      });
       await plain.shutdown();
     });
 
