@@ -1,5 +1,5 @@
 import { createLocker, type Lock, LockError, type Locker, LockLostError, ReplicationError } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -11,6 +11,8 @@ describe('S15: a master with min-replicas-to-write 1 whose replica stopped answe
   let locker: Locker;
   let renewing: Locker;
   let renewed: Lock;
+  /** The renewed lock's loss, with the PTTL its key had when the loss was seen. */
+  let loss: Promise<{ reason: unknown; ttlLeft: number }>;
   beforeAll(async () => {
     const master = await startRedis({
       config: { 'min-replicas-to-write': '1', 'min-replicas-max-lag': '1' },
@@ -20,7 +22,9 @@ describe('S15: a master with min-replicas-to-write 1 whose replica stopped answe
     locker = createLocker({ redis: master.client() });
     const goodReplicas = async () =>
       Number(/min_slaves_good_slaves:(\d+)/.exec(await admin.info('replication'))?.[1] ?? '-1');
-    while ((await goodReplicas()) !== 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor('the replica counted as good', async () => (await goodReplicas()) === 1, {
+      timeout: 20_000,
+    });
     // The replica has acknowledged a write, so WAIT gating answers at once from here on.
     await admin.set('warm-up', '1', 'PX', 60_000);
     expect(await admin.call('WAIT', 1, 10_000)).toBe(1);
@@ -28,9 +32,22 @@ describe('S15: a master with min-replicas-to-write 1 whose replica stopped answe
     await (await locker.acquire('guarded', { ttl: 10_000, wait: 0 })).release();
     renewing = createLocker({ redis: master.client(), ttl: 1_500 });
     renewed = await renewing.acquire('renewed');
+    loss = new Promise((resolve) => {
+      renewed.signal.addEventListener(
+        'abort',
+        () => {
+          const reason = renewed.signal.reason;
+          void admin.pttl('{lock:renewed}').then((ttlLeft) => resolve({ reason, ttlLeft }));
+        },
+        { once: true },
+      );
+    });
     // SIGSTOP: the replica stops acknowledging; after max-lag the master refuses writes.
     replica.pause();
-    while ((await goodReplicas()) !== 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitFor('the replica counted as lagging', async () => (await goodReplicas()) === 0, {
+      timeout: 20_000,
+      interval: 100,
+    });
     return async () => {
       replica.resume();
       await locker.close();
@@ -64,11 +81,7 @@ describe('S15: a master with min-replicas-to-write 1 whose replica stopped answe
   });
 
   it('aborts a renewed lock whose renewal is refused, before its key expires, leaving its TTL in place', async () => {
-    const reason = await new Promise<unknown>((resolve) => {
-      if (renewed.signal.aborted) resolve(renewed.signal.reason);
-      renewed.signal.addEventListener('abort', () => resolve(renewed.signal.reason), { once: true });
-    });
-    const ttlLeft = await admin.pttl('{lock:renewed}');
+    const { reason, ttlLeft } = await loss;
     expect(reason).toBeInstanceOf(LockLostError);
     expect((reason as LockLostError).reason).toBe('renewal-failed');
     // Renewals run every ttl/3, so the first refused one comes with most of a lease left.

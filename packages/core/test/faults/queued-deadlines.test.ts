@@ -3,6 +3,7 @@ import {
   type AcquireEvent,
   createLocker,
   type Lock,
+  LockAbortError,
   type LockerOptions,
   LockUnavailableError,
 } from '@lock/core';
@@ -118,9 +119,11 @@ it('a waiter with an owner of its own, aborted, leaves the queue before it settl
   // gone on alone (its script not loaded yet, it needs a second round trip), would land after
   // this call joined the queue and take it out; the release would then wake nobody.
   let again: Promise<Lock> | undefined;
-  await first.catch(() => {
+  const aborted = await first.catch((error: unknown) => {
     again = waiter.acquire('reused', { owner: 'job-7', wait: 2_000 });
+    return error;
   });
+  expect(aborted).toBeInstanceOf(LockAbortError);
   const acquired = nextAcquisition('reused');
   await waitFor('the second call to be queued', async () => (await admin.zcard('{lock:reused}:queue')) === 1);
   await lock.release();

@@ -27,8 +27,8 @@ it('undoes the late grant of an attempt resent after its undo was dropped', asyn
     for (const { proxy } of proxied) proxy.resetAfter(0, 'downstream');
     await expect(locker.tryAcquire('k', { ttl: 10_000 })).rejects.toBeInstanceOf(QuorumError);
     expect(await lockKeys()).toEqual([1, 1, 1]);
-    // Long enough for ioredis to give up the undo (two retries 50 ms apart), never the attempt.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // The undo was queued behind the cut connections: dropped, while the attempt is kept to resend.
+    await Promise.all(proxied.map(({ redis }) => queueFlushed(redis)));
     expect(await lockKeys()).toEqual([1, 1, 1]);
 
     for (const { proxy } of proxied) proxy.pass();
@@ -106,7 +106,7 @@ it('undoes a late grant of a fresh owner whose hold has ended, where the release
   one.proxy.pass();
   const lock = await acquiring;
   // Released on masters 0 and 1; the release to master 2, still cut, is dropped too.
-  await releasedThenAnswered(lock, direct, two.proxy);
+  await releasedThenAnswered(lock, direct, two);
   await locker.close();
 }, 40_000);
 
@@ -121,7 +121,7 @@ it('undoes a late minority grant of an attempt that was handed out, once its hol
   two.proxy.resetAfter(0, 'downstream');
   // Granted by masters 0 and 1; master 2's grant lands unanswered, and its release is dropped.
   const lock = await locker.acquire('k', { ttl: 10_000, wait: 8_000 });
-  await releasedThenAnswered(lock, direct, two.proxy);
+  await releasedThenAnswered(lock, direct, two);
   await locker.close();
 }, 40_000);
 
@@ -133,13 +133,33 @@ it('undoes a late minority grant of an attempt that was handed out, once its hol
 async function releasedThenAnswered(
   lock: Lock,
   direct: readonly Redis[],
-  toMaster2: TcpProxy,
+  master2: { redis: Redis; proxy: TcpProxy },
 ): Promise<void> {
   expect(await lock.release()).toBe('released');
   expect(await Promise.all(direct.map((redis) => redis.exists('{lock:k}')))).toEqual([0, 0, 1]);
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  toMaster2.pass();
+  await queueFlushed(master2.redis);
+  master2.proxy.pass();
   await waitFor('the key on master 2 undone', async () => (await direct[2]!.exists('{lock:k}')) === 0, {
     timeout: 5_000,
   });
+}
+
+/**
+ * Resolves once `redis`, whose connection keeps being cut, has dropped what its offline queue
+ * held when called: ioredis flushes that queue each time a command outlives
+ * `maxRetriesPerRequest` (2 here) reconnections, so four more reconnections pass a flush.
+ * Commands already written (an attempt) it keeps, to resend once a connection holds.
+ */
+async function queueFlushed(redis: Redis): Promise<void> {
+  let reconnections = 0;
+  const count = () => reconnections++;
+  redis.on('reconnecting', count);
+  try {
+    await waitFor('the offline queue flushed', async () => reconnections >= 4, {
+      timeout: 10_000,
+      interval: 10,
+    });
+  } finally {
+    redis.off('reconnecting', count);
+  }
 }

@@ -176,9 +176,9 @@ describe('RedLock handles after an extension that failed', () => {
       lock.extend(lease).catch((error: unknown) => error),
     );
     expect(failed).toBeInstanceOf(QuorumError);
-    // Counted from the send, a moment after `before`; the engine's own 1 % would leave it valid
-    // 580 ms past what driftFactor 0.3 allows (1 978 ms).
-    expect(lock.validUntil - before).toBeLessThan(lease - driftOf(lease, driftFactor) + 100);
+    // Counted from the send, a moment after `before` (300 ms allowed for a loaded host's stalls);
+    // the engine's own 1 % would leave it valid 580 ms past what driftFactor 0.3 allows (1 978 ms).
+    expect(lock.validUntil - before).toBeLessThan(lease - driftOf(lease, driftFactor) + 300);
     await lock.release();
     await locker.close();
   });
