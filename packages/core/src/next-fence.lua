@@ -6,22 +6,24 @@
   - A per-key counter left by an earlier version (`oldCounter`) is folded in and deleted, so
     fences never go backwards across the upgrade; a key of its name that is not such a counter
     (it has a TTL, or no number) is left alone.
-  - A counter the increment has just created is stamped with its master at once (see
-    fence-epoch.lua), so a failover before any client stamped it still raises it on the promoted
-    replica. A user the ACL denies the stamp locks without it (the backend warns).
+  - A counter this call creates, by the increment or by folding in a per-key counter, is stamped
+    with its master at once (see fence-epoch.lua), so a failover before any client stamped it
+    still raises it on the promoted replica. A user the ACL denies the stamp locks without it
+    (the backend warns).
 ]]
 local function nextFence(counter, oldCounter)
+  local current = redis.call('get', counter)
   local old = redis.call('get', oldCounter)
   -- Earlier versions' counters never expire and hold a number: a key of that name with a TTL is
   -- some peer's (a legacy lock named like it), not ours to fold in and delete.
   if old and tonumber(old) and redis.call('pttl', oldCounter) == -1 then
-    if tonumber(redis.call('get', counter) or '0') < tonumber(old) then
+    if tonumber(current or '0') < tonumber(old) then
       redis.call('set', counter, old)
     end
     redis.call('del', oldCounter)
   end
   local fence = redis.call('incr', counter)
-  if fence == 1 then
+  if not current then
     local info = redis.pcall('info', 'server')
     if type(info) == 'string' then
       redis.pcall('set', counter .. ':epoch', string.match(info, 'run_id:(%x+)'))

@@ -1,13 +1,13 @@
 import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
-import { keySlot } from '../hash-tag.js';
 import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { MasterWatch } from './master-watch.js';
 import { ReleaseListener } from './release-listener.js';
+import { renewalBatches } from './renewal-batches.js';
 import { replicationGate, sendWait } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
@@ -33,9 +33,6 @@ export interface SingleBackendOptions {
    */
   readonly eviction?: EvictionCheck;
 }
-
-/** Renewals of this many locks share one script call. */
-const RENEWAL_CHUNK = 500;
 
 /** A protocol run on one Redis deployment through the caller's client. */
 export function singleBackend(
@@ -130,6 +127,8 @@ export function singleBackend(
           unconfirmed = true;
         }
       }
+      // The drift of the lease in force: a re-entry reports the longer lease it left in place.
+      const lease = reply.ttl ?? ttl;
       // Built field by field: spreading the reply into a literal with more fields takes V8's
       // slow path, about half of the client's own time per acquisition.
       return {
@@ -137,7 +136,7 @@ export function singleBackend(
         fence: reply.fence,
         holds: reply.holds,
         token: reply.token,
-        validity: (reply.ttl ?? ttl) - clockDrift(ttl),
+        validity: lease - clockDrift(lease),
         confirmed: plan !== null && !unconfirmed,
       };
     },
@@ -169,20 +168,31 @@ export function singleBackend(
     },
 
     async extendMany(items, ttl) {
-      const batches = batchesOf(items, protocol, cluster);
-      const answers = new Map<RenewalItem, BackendExtension | null>();
+      const answers = new Map<RenewalItem, BackendExtension | null | Error>();
+      // Each batch settles on its own: one that fails (its master unreachable, an error reply)
+      // leaves its items in doubt, not the other batches' answered ones.
       await Promise.all(
-        batches.map(async (batch) => {
-          const tokens = await (protocol.extendMany
+        renewalBatches(items, protocol, cluster).map((batch) =>
+          (protocol.extendMany
             ? protocol.extendMany(redis, batch, ttl)
             : Promise.all(
                 batch.map((item) => protocol.extend(redis, item.resource, item.owner, item.token, ttl)),
               )
-          ).catch(noticeDemotion);
-          batch.forEach((item, i) => {
-            answers.set(item, extension(tokens[i] ?? null, ttl));
-          });
-        }),
+          )
+            .catch(noticeDemotion)
+            .then(
+              (tokens) => {
+                batch.forEach((item, i) => {
+                  answers.set(item, extension(tokens[i] ?? null, ttl));
+                });
+              },
+              (error: unknown) => {
+                const failure =
+                  error instanceof Error ? error : new Error('renewal failed', { cause: error });
+                for (const item of batch) answers.set(item, failure);
+              },
+            ),
+        ),
       );
       return items.map((item) => answers.get(item) ?? null);
     },
@@ -205,26 +215,6 @@ export function singleBackend(
       if (!options.subscriber) await listener.close();
     },
   };
-}
-
-/** Renewal batches: chunks of one slot each on a cluster (single items when the protocol cannot say its key). */
-function batchesOf(items: readonly RenewalItem[], protocol: LockProtocol, cluster: boolean): RenewalItem[][] {
-  const groups = new Map<number | RenewalItem, RenewalItem[]>();
-  for (const item of items) {
-    const group = !cluster
-      ? 0
-      : protocol.lockKey && protocol.extendMany
-        ? keySlot(protocol.lockKey(item.resource))
-        : item;
-    const members = groups.get(group) ?? [];
-    members.push(item);
-    groups.set(group, members);
-  }
-  const batches: RenewalItem[][] = [];
-  for (const members of groups.values()) {
-    for (let i = 0; i < members.length; i += RENEWAL_CHUNK) batches.push(members.slice(i, i + RENEWAL_CHUNK));
-  }
-  return batches;
 }
 
 function isReadonly(error: unknown): boolean {

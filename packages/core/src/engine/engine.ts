@@ -434,7 +434,10 @@ class Engine implements Locker {
    */
   release(hold: Hold, id: string): Promise<ReleaseReply> {
     hold.handles -= 1;
-    if (hold.handles === 0) hold.renew = false;
+    if (hold.handles === 0) {
+      hold.renew = false;
+      hold.ending = true;
+    }
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
     const calledAt = this.clock();
@@ -444,7 +447,7 @@ class Engine implements Locker {
         result = await this.releaseReply(hold, id, beforeClose, calledAt);
       } catch (error) {
         hold.handles += 1;
-        this.emitRelease(hold, 'error', error);
+        this.emitRelease(hold, 'error', redacted(error));
         throw unavailable(error, hold.key, 'release');
       }
       // A retry answered by the release that landed late, which ended the hold and said so.
@@ -929,6 +932,7 @@ class Engine implements Locker {
     if (live && reply.holds > 1) {
       hold = existing;
       hold.handles += 1;
+      hold.ending = false;
       hold.token = reply.token;
       hold.renew ||= request.renew;
       hold.ttl = Math.max(hold.ttl, request.ttl);
@@ -937,8 +941,10 @@ class Engine implements Locker {
       this.watchdog.reschedule(hold);
     } else {
       // The new hold goes by that hold's owner name: a release of the old one would take it off.
-      // Before the loss below, whose abort listeners may release the old one at once.
-      if (existing) existing.fresh = false;
+      // Before the loss below, whose abort listeners may release the old one at once. Unless
+      // Redis still counts the old one (it was lost by our clock while the re-entry was on the
+      // wire): its release by the name must then take that count off, or the key outlives both.
+      if (existing && reply.holds <= 1) existing.fresh = false;
       // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
       if (live) this.lose(existing, 'expired');
       hold = new Hold(

@@ -19,13 +19,13 @@ const frames = new AsyncLocalStorage<Frame>();
 
 /**
  * The innermost live hold of `resource` taken by `issuer` whose critical section encloses the
- * caller. A hold whose last handle is being released is not live: a task that outlived its
- * section acquires as an owner of its own, and waits for that release.
+ * caller. A hold whose last handle's release was asked for is not live, even when that release
+ * failed: a task that outlived its section acquires as an owner of its own, and waits for it.
  */
 export function enclosingHold(issuer: object, resource: string): Hold | undefined {
   for (let frame = frames.getStore(); frame !== undefined; frame = frame.parent) {
     const { hold } = frame;
-    if (frame.issuer === issuer && hold.resource === resource && !hold.lost && hold.handles > 0) return hold;
+    if (frame.issuer === issuer && hold.resource === resource && !hold.lost && !hold.ending) return hold;
   }
   return undefined;
 }

@@ -1,6 +1,7 @@
 import type { LockBackend } from '../backend.js';
+import { renewalBatches } from '../backends/renewal-batches.js';
 import type { LockLostReason } from '../errors.js';
-import { withDeadline } from './deadline.js';
+import { redacted, withDeadline } from './deadline.js';
 import { detached } from './detached.js';
 import { channels } from './events.js';
 import type { Hold } from './hold.js';
@@ -24,9 +25,10 @@ const RETRY_MIN_MS = 10;
  * One timer per locker for every hold: it renews the holds that are due (in batches: each due
  * hold is renewed together with the holds due within the next sixth of their lease, so 10k
  * locks cost a handful of round trips per interval) and declares lost every hold whose
- * validity ended. A renewal that fails (Redis unreachable, too slow) is retried while the hold
- * is still valid; only when its validity ends is it lost. The timer is unref'd: it never keeps
- * a process alive.
+ * validity ended. Each batch (one script call on one node) has its own deadline, so a slow or
+ * failing node fails only the holds it serves. A renewal that fails (Redis unreachable, too
+ * slow) is retried while the hold is still valid; only when its validity ends is it lost. The
+ * timer is unref'd: it never keeps a process alive.
  */
 export class Watchdog {
   private readonly holds = new Set<Hold>();
@@ -124,7 +126,10 @@ export class Watchdog {
       }
       next = Math.min(next, this.wakeAt(hold));
     }
-    for (const [ttl, batch] of due) this.renew(batch, ttl);
+    for (const [ttl, holds] of due) {
+      for (const batch of renewalBatches(holds, this.backend.protocol, this.backend.cluster))
+        this.renew(batch, ttl);
+    }
     if (next < Number.POSITIVE_INFINITY) this.schedule(next);
   }
 
@@ -169,7 +174,8 @@ export class Watchdog {
   }
 
   private failed(hold: Hold, error: unknown): void {
-    hold.renewalError = error;
+    // Kept as the cause of the loss it may turn into, which callers and events see.
+    hold.renewalError = redacted(error);
     const now = this.clock();
     const delay = Math.min(hold.ttl / RETRY_FRACTION, (hold.validUntil - now) / RETRY_WITHIN_VALIDITY);
     this.retryAt.set(hold, now + Math.max(RETRY_MIN_MS, Math.floor(delay)));

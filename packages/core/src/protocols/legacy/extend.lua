@@ -1,7 +1,13 @@
 --[[
-  Renews legacy timestamp locks that still hold the timestamp we wrote, under an owner record
-  naming us: writes a new timestamp (server time plus the lease and the padding) with the lease
-  as TTL, and moves the owner record along. Never creates a key.
+  Renews legacy timestamp locks we still hold: writes a new timestamp (server time plus the lease
+  and the padding) with the lease as TTL, and moves the owner record along. Never creates a key.
+
+  A lock is ours while its owner record names the caller and still describes the key: the
+  value it records is the key's value now, and it expires with the key (see owner-record.lua).
+  The timestamp the caller last saw is not asked for: a renewal of ours that Redis ran but
+  answered too late (after the command timeout) rewrote it without the caller learning the new
+  one, and the hold is still ours. A peer's takeover or rewrite leaves the record describing a
+  value the key no longer holds, so it is never renewed, however late a renewal lands.
 
   Input:
     KEYS[2i-1]   lock key of item i
@@ -9,12 +15,11 @@
     ARGV[1]      ms per unit of the stored timestamp: 1000 for seconds, 1 for milliseconds
     ARGV[2]      lease in those units: the TTL
     ARGV[3]      padding in those units: the timestamp is now + lease + padding (see acquire.lua)
-    ARGV[2i+2]   the timestamp we last wrote to item i (our token)
-    ARGV[2i+3]   the owner of item i
+    ARGV[i+3]    the owner of item i
 
   Output:
     { r1, ..., rn }  the new timestamp (the new token) where renewed, 0 where the key is gone
-                     or holds anything else
+                     or held by anyone else
 ]]
 local rcall = redis.call
 local scale, lease, padding = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -25,10 +30,8 @@ local value = string.format('%d', math.floor(nowMs / scale) + lease + padding)
 local results = {}
 
 for i = 1, #KEYS / 2 do
-  local lock, record, token, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[2 * i + 2], ARGV[2 * i + 3]
-  local mine = rcall('hmget', record, 'owner', 'value')
-  if mine[1] == owner and mine[2] == token and rcall('type', lock).ok == 'string'
-      and rcall('get', lock) == token and describes(record, lock, rcall('pttl', lock)) then
+  local lock, record, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[i + 3]
+  if ownedBy(record, lock, owner) then
     rcall('set', lock, value, 'PX', leaseMs)
     rcall('hset', record, 'value', value)
     expireWith(record, lock, leaseMs)

@@ -61,8 +61,9 @@ const FOREIGN_RECORD = -3;
  * Redis-docs algorithm. It writes what those fleets read (a plain string holding a decimal
  * Unix timestamp) and fixes what can be fixed on our side: server time, a TTL on every write
  * that matches the value, no takeover of a key that has a TTL, a takeover of a TTL-less stale
- * key only past `skewMargin`, compare-and-delete release with the value we wrote as the token,
- * and values that claim `peerClockAhead` past their TTL, for peers whose clocks run ahead.
+ * key only past `skewMargin`, release and extension only of a key whose owner record names us and
+ * still describes it, and values that claim `peerClockAhead` past their TTL, for peers whose
+ * clocks run ahead.
  */
 export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
   // A misspelt `unit` would silently write ms where the PHP fleet reads seconds.
@@ -90,8 +91,8 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       const { lock, owner } = legacyKeys(item.resource);
       return [lock, owner];
     });
-    const tokens = items.flatMap((item) => [item.token, item.owner]);
-    const args = [scale, lease, padding, ...tokens];
+    // The owner record, not the token, tells whose a lock is (see extend.lua).
+    const args = [scale, lease, padding, ...items.map((item) => item.owner)];
     const renewed = (await extendScript.run(redis, keys, args)) as (string | number)[];
     return items.map((_, i) => {
       const value = renewed[i];
@@ -133,7 +134,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [scale, lease, padding, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
         context?.followUp,
       );
-      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource, keys.owner) as [
+      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
         number,
         number,
         string,
@@ -154,12 +155,12 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return { acquired: false, remaining: fenceOrRemaining };
     },
 
-    async release(redis, resource, owner, token, _handedOn, id = '') {
+    async release(redis, resource, owner, _token, _handedOn, id = '') {
       const keys = legacyKeys(resource);
       const left = (await releaseScript.run(
         redis,
         [keys.lock, keys.owner],
-        [token, owner, await publishCommand(redis), keys.channel, id],
+        [owner, await publishCommand(redis), keys.channel, id],
       )) as number;
       return releaseReply(left);
     },
@@ -175,12 +176,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [keys.lock, keys.oldCounter, keys.owner],
         [scale, skewMargin],
       );
-      const [holds, pttl, fence, owner] = checked(reply, resource, keys.owner) as [
-        number,
-        number,
-        number,
-        string,
-      ];
+      const [holds, pttl, fence, owner] = checked(reply, resource) as [number, number, number, string];
       const held = holds > 0;
       return {
         held,
@@ -198,7 +194,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 }
 
 /** Turns the scripts' "not a legacy lock" codes into a clear error; passes replies through. */
-function checked(reply: unknown, resource: string, recordKey: string): unknown[] {
+function checked(reply: unknown, resource: string): unknown[] {
   if (reply === WRONG_TYPE) {
     throw new InvalidKeyError(
       resource,
@@ -214,7 +210,8 @@ function checked(reply: unknown, resource: string, recordKey: string): unknown[]
   if (reply === FOREIGN_RECORD) {
     throw new InvalidKeyError(
       resource,
-      `its owner-record key ${JSON.stringify(recordKey)} holds another lock or data (another Redis type, or a hash with fields the legacy protocol never writes); that key is the protocol's own, so nothing was written`,
+      // The reason names no key (adapters show it to clients): the record's is `{<name>}:owner`.
+      'the key of its owner record (the name in braces, then ":owner") holds another lock or data (another Redis type, or a hash with fields the legacy protocol never writes); that key is the protocol\'s own, so nothing was written',
     );
   }
   return reply as unknown[];

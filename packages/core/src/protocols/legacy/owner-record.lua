@@ -1,7 +1,9 @@
 --[[
   Prefixed to the legacy scripts that keep the owner record: `expireWith(record, lock, leaseMs)`
   gives the record the lock key's expiry, and `describes(record, lock, pttl)` tells whether the
-  record still describes the lock key (whose PTTL is `pttl`).
+  record still describes the lock key (whose PTTL is `pttl`); `ownedBy(record, lock, owner)`
+  whether the lock key is a legacy lock that `owner` holds: its record names the owner and
+  describes the key as it is now (value and expiry).
 
   The record is written with the key, in the same script, to expire at the same instant, so the
   two expire together for as long as they belong together. A record that outlived its key
@@ -42,6 +44,26 @@ local function describes(record, lock, pttl)
     return math.abs(expiryOf(record) - at) <= 1
   end
   return math.abs(redis.call('pttl', record) - pttl) <= 1
+end
+
+-- The record, not the timestamp the caller last saw, says whose the key is: the owner's own
+-- renewal may have rewritten the timestamp in a reply the caller never got (it came too late),
+-- while any other writer leaves a key whose value or expiry the record no longer describes.
+local function ownedBy(record, lock, owner)
+  -- Another type under the name means our string is long gone; GET would raise WRONGTYPE.
+  if redis.call('type', lock).ok ~= 'string' then
+    return false
+  end
+  -- Nor is a record of another type ours; HMGET would raise WRONGTYPE and fail the whole batch.
+  local mine = redis.pcall('hmget', record, 'owner', 'value')
+  if mine.err then
+    if string.sub(mine.err, 1, 9) ~= 'WRONGTYPE' then
+      error(mine)
+    end
+    return false
+  end
+  return mine[1] == owner and mine[2] == redis.call('get', lock)
+    and describes(record, lock, redis.call('pttl', lock))
 end
 
 -- Every field the legacy scripts write into an owner record; a hash with any other is not ours.

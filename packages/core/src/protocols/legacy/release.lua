@@ -1,19 +1,19 @@
 --[[
-  Gives up one hold of a legacy timestamp lock while the key still holds the exact timestamp
-  we wrote and the owner record names us as its writer; the last hold deletes it and announces
+  Gives up one hold of a legacy timestamp lock while the owner record names us and still
+  describes the key (see ownedBy in owner-record.lua); the last hold deletes it and announces
   the release. A lock that expired, was taken over or was rewritten by anyone else is left
   alone, also when another owner happened to write the same timestamp (same second), and when a
-  legacy peer deleted ours and wrote its own (the record no longer describes the key: see
-  owner-record.lua).
+  legacy peer deleted ours and wrote its own (the record no longer describes the key). The
+  timestamp the caller holds is not asked for: a renewal of ours answered too late rewrote it
+  without the caller learning the new one.
 
   Input:
     KEYS[1] lock key
     KEYS[2] owner record (hash { owner, holds, value, releases })
-    ARGV[1] the timestamp we wrote (our token)
-    ARGV[2] owner
-    ARGV[3] publish command: PUBLISH, or SPUBLISH on a cluster
-    ARGV[4] release channel (same slot as KEYS[1])
-    ARGV[5] release id, recorded (field releases) when it takes off one of several holds, so that
+    ARGV[1] owner
+    ARGV[2] publish command: PUBLISH, or SPUBLISH on a cluster
+    ARGV[3] release channel (same slot as KEYS[1])
+    ARGV[4] release id, recorded (field releases) when it takes off one of several holds, so that
             it is applied once however often it is sent (see recent-ids.lua); '' for none
 
   Output:
@@ -22,27 +22,22 @@
     -1  not ours: nothing changed
 ]]
 local rcall = redis.call
-local lock, record, token, owner, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[5]
+local lock, record, owner, id = KEYS[1], KEYS[2], ARGV[1], ARGV[4]
 
--- Another type under the name means our string is long gone; GET would raise WRONGTYPE.
-if rcall('type', lock).ok ~= 'string' or rcall('get', lock) ~= token then
+if not ownedBy(record, lock, owner) then
   return -1
 end
-
-local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'releases')
-if mine[1] ~= owner or mine[3] ~= token or not describes(record, lock, rcall('pttl', lock)) then
-  return -1
+local mine = rcall('hmget', record, 'holds', 'releases')
+if idsHave(mine[2], id) then
+  return tonumber(mine[1])
 end
-if idsHave(mine[4], id) then
-  return tonumber(mine[2])
-end
-if tonumber(mine[2]) > 1 then
+if tonumber(mine[1]) > 1 then
   if id ~= '' then
-    rcall('hset', record, 'releases', idsWith(mine[4], id))
+    rcall('hset', record, 'releases', idsWith(mine[2], id))
   end
   return rcall('hincrby', record, 'holds', -1)
 end
 
 rcall('del', lock, record)
-rcall(ARGV[3], ARGV[4], 'released')
+rcall(ARGV[2], ARGV[3], 'released')
 return 0

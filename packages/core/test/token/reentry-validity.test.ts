@@ -1,0 +1,25 @@
+import { createLocker } from '@lock/core';
+import { startRedis } from '@lock/testing';
+import { expect, it } from 'vitest';
+
+/** The clock-drift margin of a 30 s lease (1% of it): a validity must end at least this long before the key. */
+const DRIFT_OF_30_S = 300;
+
+it('keeps the drift margin of the lease in force when a re-entry asks for a shorter ttl', async () => {
+  await using server = await startRedis();
+  const redis = server.client();
+  const locker = createLocker({ redis, replication: false, eviction: 'ignore' });
+  const seen = await locker.using('d', { ttl: 30_000 }, async (outer) => {
+    // The re-entry leaves the 30 s lease as it is (a re-entry never shortens it) and reports it.
+    const inner = await locker.acquire('d', { ttl: 10 });
+    const pttl = await redis.pttl('{lock:d}');
+    // The key ends at most `pttl` ms after the answer came back.
+    const keyEndsBy = performance.now() + pttl;
+    const validUntil = outer.validUntil;
+    await inner.release();
+    return { pttl, margin: keyEndsBy - validUntil };
+  });
+  expect(seen.pttl).toBeGreaterThan(29_000);
+  expect(seen.margin).toBeGreaterThanOrEqual(DRIFT_OF_30_S);
+  await locker.close();
+});
