@@ -12,18 +12,21 @@
     (the backend warns).
 ]]
 local function nextFence(counter, oldCounter)
-  local current = redis.call('get', counter)
+  -- Whether the fold below creates the counter; read only there, off the common path.
+  local folded = false
   local old = redis.call('get', oldCounter)
   -- Earlier versions' counters never expire and hold a number: a key of that name with a TTL is
   -- some peer's (a legacy lock named like it), not ours to fold in and delete.
   if old and tonumber(old) and redis.call('pttl', oldCounter) == -1 then
+    local current = redis.call('get', counter)
+    folded = not current
     if tonumber(current or '0') < tonumber(old) then
       redis.call('set', counter, old)
     end
     redis.call('del', oldCounter)
   end
   local fence = redis.call('incr', counter)
-  if not current then
+  if fence == 1 or folded then
     local info = redis.pcall('info', 'server')
     if type(info) == 'string' then
       redis.pcall('set', counter .. ':epoch', string.match(info, 'run_id:(%x+)'))
