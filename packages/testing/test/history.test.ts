@@ -34,6 +34,11 @@ function lost(process: string, at: number): HistoryEvent {
   return { op: 'lost', process, lock: 'L', at: ms(at) };
 }
 
+/** An extension of a's hold (fence 1) that came back at `at`, valid until `deadline`. */
+function extend(at: number, deadline: number): HistoryEvent {
+  return { op: 'extend', process: 'a', lock: 'L', at: ms(at), fence: 1, deadline: ms(deadline) };
+}
+
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'history-test-'));
@@ -197,14 +202,6 @@ describe('checkHistory', () => {
   });
 
   it('an extension moves the deadline, so an overlap inside the extended window is found', () => {
-    const extend = (at: number, deadline: number): HistoryEvent => ({
-      op: 'extend',
-      process: 'a',
-      lock: 'L',
-      at: ms(at),
-      fence: 1,
-      deadline: ms(deadline),
-    });
     // a's first deadline is 40; extended at 30 to 100, it still believes it holds when b is granted at 60.
     const verdict = checkHistory([
       acquire('a', 10, 1, 40),
@@ -228,14 +225,6 @@ describe('checkHistory', () => {
   });
 
   it('an extension that came back after the loss stretches the ended hold, as a zombie write does; after a release it does not', () => {
-    const extend = (at: number, deadline: number): HistoryEvent => ({
-      op: 'extend',
-      process: 'a',
-      lock: 'L',
-      at: ms(at),
-      fence: 1,
-      deadline: ms(deadline),
-    });
     // a loses the lock at 20 and b is granted at 25; a's extension, sent before, still found
     // the key a's when it came back at 30, so both held it from 25 to 30.
     const late = checkHistory([

@@ -27,6 +27,20 @@ function renewedOrOneLost(locks: readonly Lock[]): Promise<void> {
   });
 }
 
+/**
+ * Why `clobbered` was lost, once it is, and which of `others` were lost over a full renewal
+ * round after it.
+ */
+async function lossesAfter(
+  clobbered: Lock,
+  others: readonly Lock[],
+): Promise<{ clobbered: string; others: string[] }> {
+  await waitFor('the overwritten lock to be lost', async () => clobbered.signal.aborted, { timeout: 5_000 });
+  const reason = (clobbered.signal.reason as LockLostError).reason;
+  await renewedOrOneLost(others);
+  return { clobbered: reason, others: lostReasons(others) };
+}
+
 function lostReasons(locks: readonly Lock[]): string[] {
   return locks
     .filter((lock) => lock.signal.aborted)
@@ -55,15 +69,9 @@ describe('a renewal round that fails for some locks', () => {
       const others = locks.slice(0, 99);
       await admin.del(clobber);
       await admin.set(clobber, 'x');
-      await waitFor('the overwritten lock to be lost', async () => clobbered.signal.aborted, {
-        timeout: 5_000,
-      });
-      const clobberedReason = (clobbered.signal.reason as LockLostError).reason;
-      // A full round for the others after the loss: with the batch failing as a whole, they were
-      // lost with it (their validity ended while every retry failed).
-      await renewedOrOneLost(others);
-      expect(clobberedReason).toBe('taken');
-      expect(lostReasons(others)).toEqual([]);
+      // With the batch failing as a whole, the others were lost with it (their validity ended
+      // while every retry failed).
+      expect(await lossesAfter(clobbered, others)).toEqual({ clobbered: 'taken', others: [] });
       const pttls = await Promise.all(others.map((lock) => admin.pttl(keyOf(lock.key))));
       expect(pttls.filter((pttl) => pttl <= 0)).toEqual([]);
       await locker.close();
@@ -82,15 +90,9 @@ describe('a renewal round that fails for some locks', () => {
       await admin.del('{lock:k19}');
       await admin.set('{lock:k19}', 'x');
     }
-    await waitFor('the overwritten lock to be lost', async () => clobbered.signal.aborted, {
-      timeout: 5_000,
-    });
-    const clobberedReason = (clobbered.signal.reason as LockLostError).reason;
     // With that key failing the renewal on two masters, the other leases of the batch lacked a
     // majority there too.
-    await renewedOrOneLost(others);
-    expect(clobberedReason).toBe('taken');
-    expect(lostReasons(others)).toEqual([]);
+    expect(await lossesAfter(clobbered, others)).toEqual({ clobbered: 'taken', others: [] });
     await locker.close();
   }, 30_000);
 

@@ -1,6 +1,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { createLocker, type Lock, LockUnavailableError, legacyProtocol } from '@lock/core';
+import { createLocker, type Lock, type Locker, LockUnavailableError, legacyProtocol } from '@lock/core';
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useRedis } from './fixture.js';
 
@@ -53,18 +54,23 @@ describe('a legacy renewal that Redis ran but answered too late (its new timesta
   });
 });
 
+/** A legacy locker that gives a command up after 200 ms, so that a delayed answer lands late. */
+function impatientLocker(redis: Redis): Locker {
+  return createLocker({
+    redis,
+    protocol: 'legacy',
+    commandTimeout: 200,
+    replication: false,
+    eviction: 'ignore',
+  });
+}
+
 describe('a legacy lock whose renewal is answered after commandTimeout', () => {
   it('lock.extend(): the next extend renews it and release frees it, instead of calling it taken', async () => {
     await using server = await startRedis();
     await using link = await proxiedClient(server);
     const admin = server.client();
-    const locker = createLocker({
-      redis: link.redis,
-      protocol: 'legacy',
-      commandTimeout: 200,
-      replication: false,
-      eviction: 'ignore',
-    });
+    const locker = impatientLocker(link.redis);
     const lock = await locker.acquire('k', { ttl: 10_000 });
     // Loads the script, so that what lands late below is the renewal itself.
     await lock.extend(10_000);
@@ -91,13 +97,7 @@ describe('a legacy lock whose renewal is answered after commandTimeout', () => {
     await using server = await startRedis();
     await using link = await proxiedClient(server);
     const admin = server.client();
-    const locker = createLocker({
-      redis: link.redis,
-      protocol: 'legacy',
-      commandTimeout: 200,
-      replication: false,
-      eviction: 'ignore',
-    });
+    const locker = impatientLocker(link.redis);
     const rounds: boolean[] = [];
     const onRound = (message: unknown) => rounds.push((message as { failed: boolean }).failed);
     subscribe('lock:renew', onRound);
