@@ -255,7 +255,7 @@ class Engine implements Locker {
     const lock = (await this.acquire(key, acquireOptions)) as LockHandle;
     let outcome: PromiseSettledResult<T>;
     try {
-      outcome = { status: 'fulfilled', value: await runInSection(this, lock.hold, () => fn(lock)) };
+      outcome = { status: 'fulfilled', value: await runInSection(this, lock, () => fn(lock)) };
     } catch (reason) {
       outcome = { status: 'rejected', reason };
     }
@@ -434,10 +434,7 @@ class Engine implements Locker {
    */
   release(hold: Hold, id: string): Promise<ReleaseReply> {
     hold.handles -= 1;
-    if (hold.handles === 0) {
-      hold.renew = false;
-      hold.ending = true;
-    }
+    if (hold.handles === 0) hold.renew = false;
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
     const calledAt = this.clock();
@@ -932,7 +929,6 @@ class Engine implements Locker {
     if (live && reply.holds > 1) {
       hold = existing;
       hold.handles += 1;
-      hold.ending = false;
       hold.token = reply.token;
       hold.renew ||= request.renew;
       hold.ttl = Math.max(hold.ttl, request.ttl);

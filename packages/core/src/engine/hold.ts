@@ -36,12 +36,6 @@ export class Hold {
   fresh = false;
   /** A release given up on landed after all and ended the hold: a retry of it reports nothing again. */
   endedLate = false;
-  /**
-   * The release of its last handle was asked for, even if it failed (and may be retried): no
-   * critical section re-enters it any more, and its renewals stay off. A re-entry already on the
-   * wire when that release was asked for may still add a handle and keep the hold.
-   */
-  ending = false;
 
   constructor(
     readonly key: string,

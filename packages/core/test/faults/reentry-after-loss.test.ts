@@ -1,5 +1,5 @@
-import { createLocker, LockBusyError } from '@lock/core';
-import { proxiedClient, startRedis, waitFor } from '@lock/testing';
+import { createLocker, type Lock, LockBusyError, type Locker } from '@lock/core';
+import { proxiedClient, type RedisServer, startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -35,18 +35,25 @@ it("takes off the outer hold's count when a re-entry is answered after our clock
   await locker.close();
 });
 
-it('lets no task re-enter a hold whose last release failed, nor renew it: it ends with its lease', async () => {
-  await using server = await startRedis();
+/**
+ * Runs a critical section of `b` (as `owner` when given) whose release Redis refuses (BUSY), with
+ * a task started inside it that acquires `b` once the section is over; `between` runs before that
+ * task does. Answers what the task's acquisition gave.
+ */
+async function afterFailedRelease(
+  server: RedisServer,
+  locker: Locker,
+  owner: string | undefined,
+  between: () => Promise<unknown>,
+): Promise<unknown> {
   const admin = server.client();
   const busy = server.client();
-  const locker = createLocker({ redis: server.client(), ttl: 1_000 });
   let sectionOver!: () => void;
   const over = new Promise<void>((resolve) => {
     sectionOver = resolve;
   });
   let spawned: Promise<unknown> | undefined;
-  await locker.using('b', async () => {
-    // A task that outlives the section, and acquires once the section's release has failed.
+  await locker.using('b', owner === undefined ? {} : { owner }, async () => {
     spawned = over.then(() => locker.acquire('b', { wait: 0 }).catch((error: unknown) => error));
     // Redis answers BUSY to everything while a script runs past busy-reply-threshold.
     await admin.config('SET', 'busy-reply-threshold', '10');
@@ -65,10 +72,31 @@ it('lets no task re-enter a hold whose last release failed, nor renew it: it end
       () => false,
     ),
   );
+  await between();
   sectionOver();
-  const inner = await spawned;
+  return spawned;
+}
+
+it('lets no task re-enter a hold whose last release failed, nor renew it: it ends with its lease', async () => {
+  await using server = await startRedis();
+  const admin = server.client();
+  const locker = createLocker({ redis: server.client(), ttl: 1_000 });
+  const inner = await afterFailedRelease(server, locker, undefined, async () => {});
   expect(inner).toBeInstanceOf(LockBusyError);
   // Not renewed: the lease of 1 s ends it.
   await waitFor('the lease ended', async () => (await admin.exists('{lock:b}')) === 0, { timeout: 3_000 });
+  await locker.close();
+});
+
+it('lets no task re-enter through a section that is over, even when its owner holds the key again', async () => {
+  await using server = await startRedis();
+  const locker = createLocker({ redis: server.client(), ttl: 1_000 });
+  let again: Lock | undefined;
+  const inner = await afterFailedRelease(server, locker, 'x', async () => {
+    again = await locker.acquire('b', { owner: 'x' });
+  });
+  expect(again?.holds).toBe(2);
+  expect(inner).toBeInstanceOf(LockBusyError);
+  await again?.release();
   await locker.close();
 });
