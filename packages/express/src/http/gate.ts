@@ -5,7 +5,7 @@ import type { LockSettings } from './options.js';
 import { busyRefusal, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
 import { keyOf, refusedKeyError } from './request-key.js';
 import { type ClosableRequest, type ClosableResponse, lockForResponse } from './response-lock.js';
-import { WarnOnce } from './warnings.js';
+import { tell, WarnOnce } from './warnings.js';
 
 /** What became of a request. */
 export type GateOutcome =
@@ -47,20 +47,16 @@ const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
 export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C) => KeySources): Gate<C> {
   const warnings = new WarnOnce(settings.logger);
   const resolveKey = keyOf(settings, sourcesOf, warnings);
-  const ended = (error: unknown, key: string) => {
-    try {
-      settings.logger.error(
-        new LockHttpWarning(
-          'ERR_LOCK_HTTP_RELEASE',
-          `the lock "${key}" of a response was lost before it closed, or releasing it failed; it ends by its lease`,
-          { cause: error },
-        ),
-      );
-    } catch {
-      // Told after the response, in a promise nobody awaits: a logger that throws here would
-      // end the process as an unhandled rejection.
-    }
-  };
+  const ended = (error: unknown, key: string) =>
+    tell(
+      settings.logger,
+      'error',
+      new LockHttpWarning(
+        'ERR_LOCK_HTTP_RELEASE',
+        `the lock "${key}" of a response was lost before it closed, or releasing it failed; it ends by its lease`,
+        { cause: error },
+      ),
+    );
 
   return async (context, res, proceed, req) => {
     if (settings.skip && (await settings.skip(context))) {

@@ -10,16 +10,22 @@ export class WarnOnce {
   warn(code: string, message: string, options?: ErrorOptions): void {
     if (this.logged.has(code)) return;
     this.logged.add(code);
-    try {
-      this.logger.warn(new LockHttpWarning(code, message, options));
-    } catch {
-      // A warning must not change the answer: a logger that throws would turn a request failing
-      // open into a 500.
-    }
+    tell(this.logger, 'warn', new LockHttpWarning(code, message, options));
   }
 
   /** Lets `code` be logged again (a new outage after a recovery). */
   reset(code: string): void {
     this.logged.delete(code);
   }
+}
+
+/**
+ * Hands `warning` to the user's logger. What the middleware tells must not change what it does:
+ * a logger that throws would turn a request failing open into a 500, or, told after the
+ * response in a promise nobody awaits, end the process as an unhandled rejection.
+ */
+export function tell(logger: LockLogger, level: 'warn' | 'error', warning: LockHttpWarning): void {
+  try {
+    logger[level](warning);
+  } catch {}
 }
