@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { guardReservation, releaseReservation } from './watcher.js';
 
@@ -32,10 +32,16 @@ const held = new Set<number>();
 let hooked = false;
 
 /**
- * Where reservations are shared with the other processes of the machine (other vitest workers,
- * other runs): one file per port, holding the pid of the process that reserved it.
+ * Where reservations are shared with this user's other processes (other vitest workers, other
+ * runs): one file per port, holding the pid of the process that reserved it. One directory per
+ * user: in a directory another user created, creating files fails (EACCES), and so would every
+ * server start.
  */
-const reservations = join(tmpdir(), 'lock-testing-ports');
+export function reservationDir(): string {
+  return join(tmpdir(), `lock-testing-ports-${process.getuid?.() ?? userInfo().username}`);
+}
+
+const reservations = reservationDir();
 
 /**
  * A loopback port that was free a moment ago, and whose cluster bus port (port + 10000) was too,
@@ -71,8 +77,34 @@ export function releasePort(port: number): void {
   releaseReservation(file);
 }
 
+/**
+ * Creates the reservation directory, or checks that the one found is a directory of this user:
+ * anyone may create the name first, and files in it would then be refused or not ours alone.
+ * On every claim, so that a directory a tmp cleaner removed mid-run comes back.
+ */
+function prepare(): void {
+  try {
+    mkdirSync(reservations, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    // Something else has the name: the check below says what.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const found = lstatSync(reservations);
+  const uid = process.getuid?.();
+  const problem = !found.isDirectory()
+    ? 'it is not a directory'
+    : uid !== undefined && found.uid !== uid
+      ? `it belongs to uid ${found.uid}`
+      : undefined;
+  if (problem) {
+    throw new Error(
+      `port reservations need a directory owned by this user at ${reservations}, but ${problem}: remove it`,
+    );
+  }
+}
+
 function claim(port: number): boolean {
-  mkdirSync(reservations, { recursive: true });
+  prepare();
   const file = join(reservations, String(port));
   try {
     writeFileSync(file, String(process.pid), { flag: 'wx' });

@@ -17,7 +17,10 @@ export interface ProxiedClient {
   readonly proxy: TcpProxy;
   /** The client, connected through `proxy`; its connection errors are swallowed (tests break it on purpose). */
   readonly redis: Redis;
-  /** Disconnects `redis` and stops `proxy`; the server is left running. Idempotent. */
+  /**
+   * Disconnects `redis` and stops `proxy`; the server is left running. Idempotent. Rejects as
+   * `proxy.stop()` does when the proxy's listener failed while it ran.
+   */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

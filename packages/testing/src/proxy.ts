@@ -28,7 +28,9 @@ export interface StartProxyOptions {
 /**
  * A TCP proxy on a loopback port in front of one server, for network faults that `tc netem` and
  * iptables cannot make here. Point a client at `host`/`port` and switch modes while it runs.
- * Order of the bytes in each direction is always kept.
+ * Order of the bytes in each direction is always kept. If the listener fails while it runs (an
+ * accept error), the proxy refuses new connections from then on, and every mode switch and
+ * `stop()` throw that failure.
  */
 export interface TcpProxy {
   readonly host: string;
@@ -65,7 +67,10 @@ export interface TcpProxy {
    * Defaults: direction `'downstream'`, times `Infinity`.
    */
   resetAfter(bytes: number, direction?: ProxyDirection, times?: number): void;
-  /** Closes the listener and every connection, and cancels every pending forward. Idempotent. */
+  /**
+   * Closes the listener and every connection, and cancels every pending forward. Idempotent.
+   * Rejects, once all is closed, if the listener failed while it ran (see the mode switches).
+   */
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -238,10 +243,19 @@ class ProxyServer implements TcpProxy {
   resets = 0;
   private readonly links = new Set<Link>();
   private readonly server: Server;
+  /** Once the listener closed, by `stop()` or by a failure. */
+  private readonly closed: Promise<void>;
   private stopped: Promise<void> | undefined;
+  /**
+   * What broke the listener after it listened (a failed accept). Without a listener for it the
+   * error would be an uncaught exception that ends the whole test process; kept instead, and
+   * thrown by the next mode switch and by `stop()`, so the test that used this proxy fails.
+   */
+  private failure: Error | undefined;
 
   constructor(readonly target: Address) {
     this.server = createServer({ allowHalfOpen: true, noDelay: true }, (client) => this.accept(client));
+    this.closed = new Promise((resolve) => this.server.once('close', () => resolve()));
   }
 
   get redisOptions(): Address {
@@ -257,6 +271,7 @@ class ProxyServer implements TcpProxy {
       this.server.once('error', reject);
       this.server.listen({ host: this.host, port: 0 }, () => {
         this.server.off('error', reject);
+        this.server.on('error', (error) => this.fail(error));
         this.port = (this.server.address() as { port: number }).port;
         resolve();
       });
@@ -307,7 +322,8 @@ class ProxyServer implements TcpProxy {
     if (this.mode.kind !== 'reset') return;
     const times = this.mode.times - 1;
     if (times > 0) this.mode = { ...this.mode, times };
-    else this.switchTo({ kind: 'pass' });
+    // Called from a connection's data handler: nothing there could catch a throw.
+    else this.apply({ kind: 'pass' });
   }
 
   forget(link: Link): void {
@@ -315,19 +331,36 @@ class ProxyServer implements TcpProxy {
   }
 
   stop(): Promise<void> {
-    this.stopped ??= new Promise((resolve) => {
+    this.stopped ??= (async () => {
       for (const link of [...this.links]) link.abort();
-      this.server.close(() => resolve());
+      if (this.server.listening) this.server.close();
+      await this.closed;
+    })();
+    return this.stopped.then(() => {
+      if (this.failure) throw this.failure;
     });
-    return this.stopped;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
 
+  private fail(error: Error): void {
+    this.failure ??= new Error(`proxy on port ${this.port} stopped accepting: ${error.message}`, {
+      cause: error,
+    });
+    // libuv retries a failing accept at once, and the next fails too: a listener that failed is
+    // closed, so new clients are refused instead of left waiting.
+    if (this.server.listening) this.server.close();
+  }
+
   private switchTo(mode: ProxyMode): void {
+    if (this.failure) throw this.failure;
     if (this.stopped) throw new Error(`proxy on port ${this.port} is stopped`);
+    this.apply(mode);
+  }
+
+  private apply(mode: ProxyMode): void {
     this.mode = mode;
     for (const link of this.links) {
       for (const pipe of link.pipes()) {

@@ -47,7 +47,8 @@ export interface RedisSentinel {
   /**
    * Forces a failover (`SENTINEL FAILOVER`) and resolves with the new master once every running
    * sentinel that is not paused names it and it answers as master. The old master is turned into
-   * a replica by the sentinels some seconds later.
+   * a replica by the sentinels some seconds later. One failover only: one already running (the
+   * test's own, or after a request whose reply was lost) is waited for, not followed by another.
    */
   failover(): Promise<RedisServer>;
   /** Stops sentinels, then data servers. */
@@ -151,12 +152,10 @@ class SentinelSetup implements RedisSentinel {
       { timeout: this.timeout },
     );
     // Right after a start or a failover the sentinels may not yet rate any replica as good.
-    await waitFor(
-      `SENTINEL FAILOVER ${this.masterName} to be accepted`,
-      async () =>
-        (await adminClient(this.liveSentinels()[0]!).call('SENTINEL', 'FAILOVER', this.masterName)) === 'OK',
-      { timeout: this.timeout, interval: 250 },
-    );
+    await waitFor(`SENTINEL FAILOVER ${this.masterName} to be accepted`, () => this.requestFailover(old!), {
+      timeout: this.timeout,
+      interval: 250,
+    });
     let promoted: RedisServer | undefined;
     await waitFor(
       `the sentinels to name a new master instead of port ${old!.port}`,
@@ -169,6 +168,31 @@ class SentinelSetup implements RedisSentinel {
       { timeout: this.timeout },
     );
     return promoted!;
+  }
+
+  /**
+   * Asks a sentinel for a failover away from `old`; true once one was accepted or has already
+   * moved the master. A request whose reply was lost (a timeout, a dropped connection) may have
+   * started one, and one may be running already (the answer is then INPROG, retried): asked
+   * again once it is over, the sentinel would start a second failover and move the master
+   * again after `failover()` returned. So the request is only repeated while `old` is still
+   * the master.
+   */
+  private async requestFailover(old: RedisServer): Promise<boolean> {
+    const sentinel = this.liveSentinels()[0]!;
+    if ((await this.masterPort(sentinel)) !== old.port) return true;
+    // Its own connection, never reconnected: ioredis would send the command again on reconnect.
+    const once = sentinel.client({
+      commandTimeout: 2_000,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy: () => null,
+    });
+    try {
+      return (await once.call('SENTINEL', 'FAILOVER', this.masterName)) === 'OK';
+    } finally {
+      once.disconnect();
+    }
   }
 
   /** Waits until every sentinel names `master`, sees every replica and every other sentinel. */

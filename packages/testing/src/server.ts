@@ -167,6 +167,9 @@ export class RedisServer {
   async restart(): Promise<void> {
     this.checkNotStopped();
     await this.kill();
+    // A stop() that came while the old process was exiting is removing the directory and
+    // releasing the port: a new process there would start in a directory that is going away.
+    this.checkNotStopped();
     await this.spawn(redisServerBinary());
   }
 

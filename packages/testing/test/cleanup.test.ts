@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { waitFor } from '../src/index.js';
+import { reservationDir } from '../src/ports.js';
 import { spawnGuard } from '../src/watcher.js';
 import { alive } from './proc.js';
 
@@ -22,7 +23,7 @@ interface OwnerReport {
 const children: ChildProcess[] = [];
 
 /** The file that reserves `port` across the processes of the machine (see `ports.ts`). */
-const reservation = (port: number) => join(tmpdir(), 'lock-testing-ports', String(port));
+const reservation = (port: number) => join(reservationDir(), String(port));
 
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');

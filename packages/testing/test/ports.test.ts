@@ -1,17 +1,18 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { freePort, PortTakenError, startRedis } from '../src/index.js';
-import { portRange } from '../src/ports.js';
+import { portRange, reservationDir } from '../src/ports.js';
 import { useRedis } from '../src/vitest/index.js';
 
 const register = fileURLToPath(new URL('../../../tooling/register.mjs', import.meta.url));
 const fixture = fileURLToPath(new URL('./fixtures/free-port.ts', import.meta.url));
-const reservations = join(tmpdir(), 'lock-testing-ports');
+const owner = fileURLToPath(new URL('./fixtures/owner.ts', import.meta.url));
+const reservations = reservationDir();
 
 /** The Math.random() value that makes a draw of `freePort` land on `port`. */
 function drawOf(port: number): number {
@@ -31,6 +32,29 @@ async function freePortElsewhere(port: number): Promise<number> {
   const code = await new Promise((resolve) => child.once('exit', resolve));
   if (code !== 0) throw new Error(`free-port fixture exited with ${code}`);
   return Number(output);
+}
+
+/** Runs the owner fixture (one server started, then an exit) with `TMPDIR` set to `dir`. */
+async function startServerIn(dir: string): Promise<{ code: unknown; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', register, owner, 'exit'], {
+    env: { ...process.env, TMPDIR: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => {
+    output.stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output.stderr += chunk.toString();
+  });
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  return { code, ...output };
+}
+
+function tempDir(onTestFinished: (fn: () => void) => void): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'lock-testing-tmp-')));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** Steers the next draws of this process's `freePort`, and restores Math.random after the test. */
@@ -84,6 +108,32 @@ describe('port reservations', () => {
     onTestFinished(() => other.stop());
     expect(other.port).not.toBe(kept);
     expect(readFileSync(join(reservations, String(kept)), 'utf8')).toBe(String(sleeper.pid));
+  });
+
+  it('servers start when the shared reservation name is taken by something this user cannot write in', async ({
+    onTestFinished,
+  }) => {
+    const dir = tempDir(onTestFinished);
+    // Another user's directory refuses our files (EACCES); a file refuses them even to root.
+    writeFileSync(join(dir, 'lock-testing-ports'), '');
+    const { code, stdout, stderr } = await startServerIn(dir);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ port: expect.any(Number) });
+  });
+
+  it('reservations live in a directory of their own per user, and a squatted one is named in the error', async ({
+    onTestFinished,
+  }) => {
+    expect(reservationDir()).toBe(join(tmpdir(), `lock-testing-ports-${process.getuid!()}`));
+    const dir = tempDir(onTestFinished);
+    const squatted = join(dir, `lock-testing-ports-${process.getuid!()}`);
+    writeFileSync(squatted, '');
+    const { code, stderr } = await startServerIn(dir);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain(
+      `port reservations need a directory owned by this user at ${squatted}, but it is not a directory: remove it`,
+    );
   });
 
   it('restart() rejects with PortTakenError naming the port when another process took it', async ({

@@ -1,4 +1,4 @@
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { type AddressInfo, connect, createServer, type Server } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProxy, type TcpProxy, waitFor } from '../src/index.js';
@@ -313,6 +313,52 @@ describe('startProxy', () => {
         `target must be { host, port } with a port from 1 to 65535, got {"host":"127.0.0.1","port":${port}}`,
       );
     }
+  });
+
+  it('a listener failing after it listened is thrown by the next switch and stop(), not as an uncaught exception', async () => {
+    const server = await useRedis();
+    const proxy = await startProxy({ target: server });
+    expect(await clientOf(proxy).ping()).toBe('PONG');
+    // No accept error can be provoked at will (libuv absorbs EMFILE), so the listener is handed
+    // one the way Node emits it.
+    const listener = (proxy as unknown as { server: Server }).server;
+    listener.emit('error', Object.assign(new Error('accept ENFILE'), { code: 'ENFILE', syscall: 'accept' }));
+    const failure = `proxy on port ${proxy.port} stopped accepting: accept ENFILE`;
+    expect(() => proxy.delay(10)).toThrow(failure);
+    const attempt = await new Promise<string>((resolve) => {
+      const socket = connect({ host: proxy.host, port: proxy.port });
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve('connected');
+      });
+    });
+    expect(attempt).toBe('ECONNREFUSED');
+    await expect(proxy.stop()).rejects.toThrow(failure);
+    await expect(proxy.stop()).rejects.toThrow(failure);
+  });
+
+  it('a reset counted after the listener failed ends its mode without throwing from the connection', async () => {
+    const server = await useRedis();
+    const proxy = await startProxy({ target: server });
+    const client = clientOf(proxy, { retryStrategy: () => null, autoResendUnfulfilledCommands: false });
+    expect(await client.ping()).toBe('PONG');
+    proxy.resetAfter(0, 'downstream', 1);
+    const listener = (proxy as unknown as { server: Server }).server;
+    listener.emit('error', Object.assign(new Error('accept ENFILE'), { code: 'ENFILE', syscall: 'accept' }));
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    try {
+      // The reply is the byte that resets the connection, the last of the mode's one reset.
+      expect(await client.ping().catch((error: Error) => error.message)).not.toBe('PONG');
+      await waitFor('the reset counted', async () => proxy.resets === 1);
+    } finally {
+      process.off('uncaughtException', record);
+    }
+    expect(uncaught).toEqual([]);
+    client.disconnect();
+    await expect(proxy.stop()).rejects.toThrow('stopped accepting');
   });
 
   it('stop() closes every socket and timer it made, and may be called twice', async () => {

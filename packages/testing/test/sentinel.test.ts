@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RedisSentinel, startSentinel } from '../src/index.js';
+import { type RedisSentinel, startSentinel, waitFor } from '../src/index.js';
 import { useSentinel } from '../src/vitest/index.js';
 import { alive, pidsOf } from './proc.js';
 
@@ -89,5 +89,29 @@ describe('sentinels that stop answering', () => {
     // Frozen behind the library's back, so only asking the next sentinel gets an answer.
     process.kill(hung!.pid!, 'SIGSTOP');
     expect(await setup.master()).toBe(promoted);
+  });
+});
+
+describe('failover() and a failover already under way', () => {
+  /** A sentinel's `SENTINEL MASTER` record of mymaster. */
+  async function masterRecord(sentinel: RedisSentinel['sentinels'][number]): Promise<Record<string, string>> {
+    const row = (await sentinel.client().call('SENTINEL', 'MASTER', 'mymaster')) as string[];
+    return Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]));
+  }
+
+  it('waits for it and returns its new master instead of starting a second failover', async () => {
+    const setup = await useSentinel({ replicas: 2, sentinels: 1 });
+    const [sentinel] = setup.sentinels;
+    const old = await setup.master();
+    // What a request sent again after its OK was lost finds: the failover it asked for is running.
+    expect(await sentinel!.client().call('SENTINEL', 'FAILOVER', 'mymaster')).toBe('OK');
+    const promoted = await setup.failover();
+    expect(promoted).not.toBe(old);
+    await waitFor(
+      'no failover in progress',
+      async () => !(await masterRecord(sentinel!)).flags!.includes('failover_in_progress'),
+    );
+    expect(await setup.master()).toBe(promoted);
+    expect((await masterRecord(sentinel!))['config-epoch']).toBe('1');
   });
 });

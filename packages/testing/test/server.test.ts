@@ -149,6 +149,16 @@ describe('fault helpers', () => {
     );
   });
 
+  it('stop() while restart() waits for the old process makes restart() reject as stopped', async () => {
+    const server = await useRedis();
+    const pid = server.pid!;
+    const restarting = server.restart();
+    await server.stop();
+    await expect(restarting).rejects.toThrow(`redis-server on port ${server.port} is stopped`);
+    expect(alive(pid)).toBe(false);
+    expect(server.running).toBe(false);
+  });
+
   it('pause() on a killed server throws naming the port', async () => {
     const server = await useRedis();
     await server.kill();
