@@ -1,9 +1,10 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, LockLostError, LockUnavailableError } from '@lock/core';
-import { type RedisServer, startProxy, startRedis } from '@lock/testing';
+import { type RedisServer, startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { failedRenewal, renewals } from '../support/renewals.js';
+import { timed } from '../support/settle.js';
 
 /**
  * How late past its own deadline a call may settle on a loaded 2-core machine (event-loop lag).
@@ -21,25 +22,6 @@ function userClient(server: RedisServer): Redis {
 
 /** The cause of a call cut by the locker's own deadline, not by an answer or ioredis giving up. */
 const timedOut = { cause: expect.objectContaining({ name: 'CommandTimeoutError' }) };
-
-/** Runs `call` and answers how it settled and after how many ms. */
-async function timed(call: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const started = performance.now();
-  const error = await call().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  return { error, ms: performance.now() - started };
-}
-
-async function until(condition: () => Promise<boolean>, limit: number): Promise<void> {
-  const end = performance.now() + limit;
-  while (performance.now() < end) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`condition not met within ${limit} ms`);
-}
 
 const unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
@@ -115,7 +97,11 @@ describe('Redis behind a blackholed link (half-open: connections stay up, nothin
     }
     proxy.pass();
     // What was held back is delivered in order: the late attempts are undone, the release lands.
-    await until(async () => !(await locker.isLocked('k')) && !(await locker.isLocked('held')), 5_000);
+    await waitFor(
+      'the late attempts undone and the release landed',
+      async () => !(await locker.isLocked('k')) && !(await locker.isLocked('held')),
+      { timeout: 5_000 },
+    );
     const again = await locker.acquire('k', { ttl: 5_000, wait: 2_000 });
     expect(await again.release()).toBe('released');
     await locker.close();
@@ -136,7 +122,10 @@ describe('Redis cut off during the last attempt of a wait', () => {
     await holder.acquire('k', { ttl: 800 });
     const started = performance.now();
     const waiting = timed(() => locker.acquire('k', { wait: 1_000 }));
-    await until(async () => (await server.client().zcard('{lock:k}:queue')) === 1, 5_000);
+    const observer = server.client();
+    await waitFor('the waiter queued', async () => (await observer.zcard('{lock:k}:queue')) === 1, {
+      timeout: 5_000,
+    });
     // Its next attempt, when the holder's lease ends, gets no answer until the command timeout.
     proxy.blackhole();
     const { error } = await waiting;
@@ -165,7 +154,7 @@ describe('Redis frozen, then back', () => {
     expect(lock.remaining()).toBe(0);
     server.resume();
     // The queued attempt runs once the server thaws and takes the lock; its grant is undone.
-    await until(async () => !(await locker.isLocked('late')), 5_000);
+    await waitFor('the late grant undone', async () => !(await locker.isLocked('late')), { timeout: 5_000 });
     expect(await lock.release()).toBe('released');
     expect(await locker.isLocked('kept')).toBe(false);
     await locker.close();
@@ -194,11 +183,15 @@ describe('Redis frozen, then back', () => {
       const failed = await timed(() => lock.release());
       expect(failed.error).toBeInstanceOf(LockUnavailableError);
       server.resume();
-      await until(async () => events.includes('release landed: released'), 5_000);
+      await waitFor('the late release to land', async () => events.includes('release landed: released'), {
+        timeout: 5_000,
+      });
       expect(await locker.isLocked('landed')).toBe(false);
       // Taken after it with the same lease: its loss is reported after the lease of "landed" ran out.
       await locker.acquire('control', { ttl: 4_000 });
-      await until(async () => events.includes('lost control: expired'), 15_000);
+      await waitFor('the loss of control', async () => events.includes('lost control: expired'), {
+        timeout: 15_000,
+      });
       expect(events.filter((event) => event.includes(' landed: '))).toEqual([
         'release landed: error',
         'release landed: released',

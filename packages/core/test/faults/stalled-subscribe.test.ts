@@ -1,7 +1,8 @@
-import { createLocker, type Lock, type Locker } from '@lock/core';
+import { createLocker, type Locker } from '@lock/core';
 import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { timed, within } from '../support/settle.js';
 import { SLOW_POLL, untilQueued } from '../support/waiter-queue.js';
 
 /**
@@ -42,15 +43,12 @@ const TEST_TIMEOUT = 2 * JOIN_BOUND;
 /** Generous for a loaded 2-core machine, still far below `JOIN_BOUND`. */
 const AT_ONCE_MS = 10_000;
 
-/** Times how long `settling` takes to settle once `trigger` ran; answers its outcome. */
-async function settleAfter(trigger: () => unknown, settling: Promise<unknown>) {
-  const started = performance.now();
-  trigger();
-  const outcome = await settling.then(
-    () => 'acquired',
-    (error: unknown) => error,
-  );
-  return { outcome, ms: performance.now() - started };
+/** How `settling` settles once `trigger` ran, and after how many ms. */
+function settleAfter(trigger: () => unknown, settling: Promise<unknown>) {
+  return timed(() => {
+    trigger();
+    return settling;
+  });
 }
 
 it.each([
@@ -64,11 +62,11 @@ it.each([
     const controller = new AbortController();
     const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
     await untilQueued(direct, 'k', 1);
-    const { outcome, ms } = await settleAfter(
+    const { error, ms } = await settleAfter(
       () => (what === 'close()' ? void locker.close() : controller.abort()),
       waiting,
     );
-    expect(outcome).toMatchObject({ name });
+    expect(error).toMatchObject({ name });
     expect(ms).toBeLessThan(AT_ONCE_MS);
     await held.release();
     await locker.close();
@@ -76,26 +74,49 @@ it.each([
   TEST_TIMEOUT,
 );
 
+/**
+ * Resolves once `redis` answers the first script it sends from now on: for a waiting call, its
+ * first attempt, whose refusal makes the call join the queue as the answer is handled.
+ */
+function firstScriptAnswered(redis: Redis): Promise<void> {
+  const evalsha = redis.evalsha.bind(redis);
+  return new Promise((resolve) => {
+    redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
+      redis.evalsha = evalsha;
+      const answer = evalsha(...args);
+      answer.then(
+        () => resolve(),
+        () => resolve(),
+      );
+      return answer;
+    }) as typeof evalsha;
+  });
+}
+
 it('a waiter whose subscription came after its join gave up still hears the release: it is not dropped from the queue', async () => {
   const held = await holder.acquire('k', { ttl: 60_000 });
+  const commandTimeout = 300;
   // Polls once a minute: only the release message can hand it the lock within the test.
-  const locker = createLocker({ redis: waiterRedis, commandTimeout: 300, retry: SLOW_POLL });
+  const locker = createLocker({ redis: waiterRedis, commandTimeout, retry: SLOW_POLL });
+  const refused = firstScriptAnswered(waiterRedis);
   const waiting = locker.acquire('k', { wait: 30_000 });
+  await refused;
+  // The join gives up `commandTimeout` after that answer, on a timer of this process: one due
+  // later fires after it (the margin covers the steps between the answer and the join).
+  await new Promise((resolve) => setTimeout(resolve, 2 * commandTimeout));
   await untilQueued(direct, 'k', 1);
-  // Well past the join's own bound (the command timeout): it has given up and the call polls.
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
   subscriberLink.pass();
   await waitFor(
     'the waiter to subscribe',
     async () => ((await direct.pubsub('NUMSUB', '{lock:k}:released')) as [string, number])[1] > 0,
   );
   await held.release();
-  const handed = await Promise.race([
-    waiting.then((lock) => lock),
-    new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 10_000)),
-  ]);
-  expect(handed).not.toBe('still waiting');
-  await (handed as Lock).release();
+  const lock = await within(
+    waiting,
+    10_000,
+    'the release to hand the lock over (the next poll is a minute away)',
+  );
+  await lock.release();
   await locker.close();
 });
 
@@ -108,8 +129,8 @@ it(
     await direct.call('CLIENT', 'PAUSE', '300', 'WRITE');
     const controller = new AbortController();
     const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
-    const { outcome, ms } = await settleAfter(() => controller.abort(), waiting);
-    expect(outcome).toMatchObject({ name: 'AbortError' });
+    const { error, ms } = await settleAfter(() => controller.abort(), waiting);
+    expect(error).toMatchObject({ name: 'AbortError' });
     // The attempt is answered after the pause; the join after it would give up after half a minute.
     expect(ms).toBeLessThan(AT_ONCE_MS);
     await held.release();

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } fr
 import { LockUnavailableError, QuorumError } from '../../src/errors.js';
 import { createRedlock } from '../../src/redlock/index.js';
 import type { Locker } from '../../src/types.js';
+import { timed } from '../support/settle.js';
 import { ownersOn } from './support.js';
 
 // Issue 13 for RedLock: with a majority of masters frozen (SIGSTOP), killed while connected, or
@@ -29,21 +30,11 @@ afterEach(() => {
   process.off('unhandledRejection', onRejection);
 });
 
-/** How a call settled and how long it took, in ms. */
-async function timed(call: () => Promise<unknown>): Promise<{ ms: number; outcome: unknown }> {
-  const start = performance.now();
-  const outcome = await call().then(
-    (value) => value,
-    (error: unknown) => error,
-  );
-  return { ms: performance.now() - start, outcome };
-}
-
-function expectUnavailable(result: { ms: number; outcome: unknown }, deadline = 0): void {
-  expect(result.outcome).toBeInstanceOf(QuorumError);
-  expect(result.outcome).toBeInstanceOf(LockUnavailableError);
+function expectUnavailable(result: { error: unknown; ms: number }, deadline = 0): void {
+  expect(result.error).toBeInstanceOf(QuorumError);
+  expect(result.error).toBeInstanceOf(LockUnavailableError);
   // Both broken masters were cut by the node timeout, not answered or given up on by ioredis.
-  expect(result.outcome).toMatchObject({ agreed: 1, timedOut: 2 });
+  expect(result.error).toMatchObject({ agreed: 1, timedOut: 2 });
   expect(result.ms).toBeGreaterThanOrEqual(deadline);
   expect(result.ms).toBeLessThan(deadline + callBound + slack);
 }
@@ -91,10 +82,10 @@ describe.each<Fault>(['frozen', 'killed'])('RedLock with 2 of 3 masters %s', (fa
     expectUnavailable(await timed(() => locker.isLocked('held')));
     expectUnavailable(await timed(() => held.release()));
     const waited = await waiting;
-    expect(waited.outcome).toBeInstanceOf(LockUnavailableError);
+    expect(waited.error).toBeInstanceOf(LockUnavailableError);
     expect(performance.now() - waitStarted).toBeLessThan(1_500 + callBound + slack);
     const closing = await timed(() => Promise.all([locker.close(), other.close()]));
-    expect(closing.outcome).toEqual([undefined, undefined]);
+    expect(closing.error).toBeUndefined();
     expect(closing.ms).toBeLessThan(callBound + slack);
 
     await repair(masters, fault);

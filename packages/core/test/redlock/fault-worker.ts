@@ -6,7 +6,8 @@
  * line per critical section as soon as it ends: its `process.hrtime` interval (CLOCK_MONOTONIC,
  * shared by every process of the host), the fence, and whether the lock was still held at the
  * end (a hold the library reported lost is not a belief of mutual exclusion). A failed
- * acquisition prints `{"error": …}` and the loop goes on.
+ * acquisition prints `{"error": …}` and the loop goes on. A plan may open the run with a
+ * `Meeting`, which orders its first sections through marks on the witness server.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -38,7 +39,17 @@ export interface FaultPlan {
   readonly ttl: number;
   readonly wait: number;
   readonly nodeTimeout: number;
+  /** This contender's part in a meeting that starts the run, if any: see `Meeting`. */
+  readonly meeting?: Meeting;
 }
+
+/**
+ * A meeting forces the one overlap a broken lock allows, whatever the scheduling. The host takes
+ * the lock and stays in its first section until the guest has tried once (without waiting) to
+ * take it too; the other contenders start once the host has released. With a working lock the
+ * guest is refused; with a broken one both hold it at once.
+ */
+export type Meeting = 'host' | 'guest' | 'later';
 
 const plan = JSON.parse(process.argv[2]!) as FaultPlan;
 const clients = plan.masters.map((url, index) =>
@@ -64,22 +75,51 @@ await new Promise((resolve) => process.stdin.once('data', resolve));
 // Nothing more is read: an open stdin would keep the process alive after the last iteration.
 process.stdin.destroy();
 
+/** Marks of the meeting's steps, on the witness server. */
+const marks = {
+  hostIn: `${plan.key}:host-in`,
+  guestTried: `${plan.key}:guest-tried`,
+  met: `${plan.key}:met`,
+};
+
+/** Resolves once `mark` is set; throws (the process then exits non-zero) if a partner never sets it. */
+async function untilMarked(mark: string): Promise<void> {
+  const end = performance.now() + 10_000;
+  while ((await witness.exists(mark)) === 0) {
+    if (performance.now() > end) throw new Error(`contender ${plan.id}: ${mark} never set`);
+    await sleep(5);
+  }
+}
+
+if (plan.meeting === 'guest') await untilMarked(marks.hostIn);
+if (plan.meeting === 'later') await untilMarked(marks.met);
+
 for (let i = 0; i < plan.iterations; i++) {
+  // Only the first iteration of the host and the guest is part of the meeting.
+  const host = i === 0 && plan.meeting === 'host';
+  const guest = i === 0 && plan.meeting === 'guest';
   let lock: Awaited<ReturnType<Locker['acquire']>>;
   try {
-    lock = await locker.acquire(plan.key, { ttl: plan.ttl, wait: plan.wait });
+    lock = await locker.acquire(plan.key, { ttl: plan.ttl, wait: guest ? 0 : plan.wait });
   } catch (error) {
+    if (guest) await witness.set(marks.guestTried, '1');
     const { name, code } = error as { name: string; code?: string };
     process.stdout.write(`${JSON.stringify({ worker: plan.id, error: name, code })}\n`);
     continue;
   }
   const start = process.hrtime.bigint();
+  if (guest) await witness.set(marks.guestTried, '1');
+  if (host) {
+    await witness.set(marks.hostIn, '1');
+    await untilMarked(marks.guestTried);
+  }
   const seen = Number((await witness.get(plan.key)) ?? '0');
   await sleep(plan.hold);
   await witness.set(plan.key, String(seen + 1));
   const end = process.hrtime.bigint();
   const held = !lock.signal.aborted && lock.validUntil > performance.now();
   await lock.release().catch(() => {});
+  if (host) await witness.set(marks.met, '1');
   const line = { worker: plan.id, start: String(start), end: String(end), fence: lock.fence, held };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }

@@ -31,6 +31,7 @@ async function contend(workers: number, iterations: number, locked: boolean, loc
       id: `w${id}`,
       history: join(dir, `w${id}.jsonl`),
       locked,
+      workers,
       lockerId,
     }),
   );
@@ -92,7 +93,8 @@ describe(`S1: ${WORKERS} processes × ${ITERATIONS} holds of one key, witness re
   it('without the lock (✗-expected): the checker reports overlaps and the witness lost updates', async () => {
     const { events, witness } = await contend(4, 20, false);
     const verdict = checkHistory(events, { witness: { expected: 80, actual: witness } });
-    expect(verdict.overlaps.length).toBeGreaterThan(0);
-    expect(verdict.lostUpdates).toBeGreaterThan(0);
+    // At least those of the first sections, which all wait for each other between read and write.
+    expect(verdict.overlaps.length).toBeGreaterThanOrEqual(3);
+    expect(verdict.lostUpdates).toBeGreaterThanOrEqual(3);
   });
 });

@@ -11,21 +11,13 @@ import {
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { renewals } from '../support/renewals.js';
+import { within } from '../support/settle.js';
 import { countScripts, until } from '../support/waiter-queue.js';
 
 const PROTOCOLS: [string, () => LockProtocol][] = [
   ['token', () => tokenProtocol()],
   ['legacy', () => legacyProtocol({ unit: 'ms' })],
 ];
-
-/** Rejects when `promise` has not settled within `ms`, naming what never happened. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** A locker whose connection runs through a fault proxy, and an observer connected directly. */
 async function proxied(protocol: () => LockProtocol, commandTimeout: number, ttl?: number) {

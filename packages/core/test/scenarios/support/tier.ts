@@ -1,7 +1,8 @@
 /**
- * Fault tiers. The default tier runs on every `vitest run` and in CI; `FAULTS=long` adds the
- * long tier (more rounds, slower faults). Selecting the long tier with `describe.runIf(longTier)`
- * is a tier choice, not a skip: CI's fault job runs with FAULTS=long.
+ * Fault tiers. The default tier runs on every `vitest run` and in CI (`bash .ci/run`);
+ * `FAULTS=long` adds the long tier (more rounds, slower faults), which is run by hand (see
+ * docs/reliability.md, "How to run"). Selecting the long tier with `describe.runIf(longTier)` is
+ * a tier choice, not a skip.
  */
 export const longTier = process.env.FAULTS === 'long';
 
