@@ -305,9 +305,14 @@ class Engine implements Locker {
       withDeadline(this.drain(), this.timeout + (this.backend.acquireAllowance ?? 0)),
       ...held.map((hold, i) =>
         hold.serial(async () => {
+          // Each named: a copy resent after a lost reply must not take off a second count, which
+          // may be another locker's hold of the same explicit owner.
           const releases = await Promise.allSettled(
             Array.from({ length: unreleased[i]! }, () =>
-              withDeadline(this.backend.release(hold.resource, hold.owner, hold.token), this.timeout),
+              withDeadline(
+                this.backend.release(hold.resource, hold.owner, hold.token, undefined, this.releaseId()),
+                this.timeout,
+              ),
             ),
           );
           hold.closedRelease =
@@ -474,7 +479,7 @@ class Engine implements Locker {
     // change or to our clock may still be in Redis: released in the background by its owner's
     // name (no other hold goes by it), it frees the key now rather than when it expires.
     if (hold.lost && hold.lost.reason !== 'closed') {
-      if (hold.fresh && hold.lost.reason !== 'taken') this.releaseLost(hold, id);
+      if (releasedByName(hold)) this.releaseLost(hold, id);
       // Unless an earlier release of it, given up on, landed after all.
       return hold.lateRelease === 'released' ? 'released' : 'not-owner';
     }
@@ -658,11 +663,15 @@ class Engine implements Locker {
    * counted a hold of its own (a re-entry, an explicit owner). A fresh owner's call may still get
    * that key by a later attempt, and then its hold does until it ends: undone once the call has
    * ended without the lock, or once that hold has ended (a release that did not reach that
-   * server leaves the key to the undo), unless a hold granted afresh under that name took it since.
+   * server leaves the key to the undo), unless a hold granted afresh under that name took it
+   * since, or the hold is released by its owner's name.
    */
   private lateGrant(request: Request, call: AcquireCall, undo: () => Promise<unknown>): void {
     const { hold } = call;
-    const holdOver = hold?.fresh === true && !this.holds.has(hold);
+    // A hold released by its owner's name needs no undo: that release, sent (now or at the handle's
+    // release) after this grant's attempt on the same connections, takes its count off; an undo as
+    // well would take off a second count, that of a re-entry granted under the name since.
+    const holdOver = hold?.fresh === true && !this.holds.has(hold) && !releasedByName(hold);
     if (!request.fresh || (call.settled && !call.acquired) || holdOver) {
       this.background(undo());
     } else if (!call.settled) {
@@ -1022,6 +1031,17 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
+
+/**
+ * Whether a lost hold is released by its owner's name (see `releaseReply`): a fresh owner's hold
+ * that Redis may still count, lost to our clock, a renewal or a master change (not taken by
+ * another owner, nor ended by `close()`, whose release went out already).
+ */
+function releasedByName(hold: Hold): boolean {
+  return (
+    hold.fresh && hold.lost !== undefined && hold.lost.reason !== 'taken' && hold.lost.reason !== 'closed'
+  );
+}
 
 /**
  * How long a handed grant is certainly held, in ms from the send time of the refusal that

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AttemptContext } from '../protocol.js';
 import { fallbackToken, type NodeTokens } from './composite-token.js';
 import { fanOut } from './fan-out.js';
@@ -13,10 +14,17 @@ import type { QuorumContext } from './options.js';
  * nothing, and for the holds a minority still counts after a majority released.
  *
  * `attempt` is the context of the acquire attempt undone. When its owner is not fresh (a
- * re-entry, an explicit owner), a node that did not grant it (no token) is sent the protocol's
- * `undo` of that attempt, or nothing without one: the attempt may never have run there, and the
- * holds found are the owner's earlier ones, still in use. A fresh owner's hold can only be the
- * attempt's own, so it is released everywhere.
+ * re-entry, an explicit owner), every node is sent the protocol's `undo` of that attempt, which
+ * takes off only what that attempt added there; without one, a node that did not grant it (no
+ * token) is sent nothing (the attempt may never have run there, and the holds found are the
+ * owner's earlier ones, still in use) and one that did is released. A fresh owner's hold can
+ * only be the attempt's own, so it is released everywhere.
+ *
+ * Each release that takes off one hold carries an id, the attempt's when there is one: ioredis
+ * resends a command whose reply a reconnect lost, and a copy of a release already applied would
+ * take off a second hold where the owner holds the key more than once (an explicit owner's earlier
+ * hold, or the hold a re-entry entered), one still in use. With `every` none is needed: the
+ * releases go on until the owner holds nothing there.
  */
 export async function releaseLeftovers(
   context: QuorumContext,
@@ -32,20 +40,25 @@ export async function releaseLeftovers(
   const { protocol } = context;
   // Without an id (a direct caller's attempt) the attempt cannot be told from the owner's others.
   const scoped = attempt?.fresh ? undefined : attempt?.attempt || undefined;
-  /** The attempt to undo on node `index` rather than release: one it did not grant. */
-  const undoneOn = (index: number) => (tokens[index] === null ? scoped : undefined);
+  /**
+   * The attempt to undo on node `index` rather than release: one it did not grant, and one it
+   * did when the format undoes by attempt (that grant's lease may have ended, and the owner have
+   * taken the key there again since: a release would take off that newer hold).
+   */
+  const undoneOn = (index: number) => (tokens[index] === null || protocol.undo ? scoped : undefined);
   const targets = context.clients.flatMap((redis, index) =>
     skip[index] === true || (undoneOn(index) !== undefined && !protocol.undo) ? [] : [{ redis, index }],
   );
   if (targets.length === 0) return;
   const fallback = fallbackToken(tokens, owner);
+  const id = every ? undefined : attempt?.attempt || randomUUID();
   const outcomes = await fanOut(targets, context.nodeTimeout, async ({ redis, index }) => {
     const undone = undoneOn(index);
     if (undone !== undefined) {
       await protocol.undo?.(redis, resource, owner, fallback, undone);
       return;
     }
-    const release = () => protocol.release(redis, resource, owner, tokens[index] ?? fallback);
+    const release = () => protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, id);
     let reply = await release();
     // Each release takes off one hold, so this ends when the count does.
     while (every && reply === 'held') reply = await release();

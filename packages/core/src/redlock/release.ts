@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { QuorumError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
@@ -13,7 +14,9 @@ import type { QuorumContext } from './options.js';
  * hold of `owner` that a minority still counts (a release or a re-entry's undo that did not
  * reach it) is then released there too, in one more round. Otherwise the answers cannot tell
  * (a majority may still count a hold, with the silent masters): `QuorumError`, and the caller
- * may retry with the same `id`, which takes off no second hold where this one landed.
+ * may retry with the same `id`, which takes off no second hold where this one landed. Without
+ * an `id` the release is given one of its own: a copy that ioredis resends after a reconnect
+ * lost its reply then takes off no second hold of an owner that holds the key more than once.
  */
 export async function releaseOnQuorum(
   context: QuorumContext,
@@ -25,8 +28,9 @@ export async function releaseOnQuorum(
   const tokens = decodeTokens(token, context.clients.length);
   if (tokens === null) return 'not-owner';
   const fallback = fallbackToken(tokens, owner);
+  const named = id ?? randomUUID();
   const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis, index) =>
-    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, id),
+    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, named),
   );
   const counts = { released: 0, held: 0, 'not-owner': 0 };
   for (const outcome of outcomes) if (outcome.kind === 'ok') counts[outcome.value]++;

@@ -24,7 +24,9 @@
     ARGV[6] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
             only be this call's own earlier attempt, so it is answered as it stands, not counted
     ARGV[7] attempt id: a copy of an attempt already applied (resent by the client after a
-            reconnect) is answered as it stands, not counted again
+            reconnect) is answered as it stands, not counted again; the record keeps the ids of
+            the owner's last attempts that counted a hold (field attempt, see recent-ids.lua,
+            prefixed to this script), so that the undo of one (release.lua) knows it was applied
 
   Output:
     { 1, fence, value, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence
@@ -37,6 +39,8 @@
     -2                          the key's value is not a decimal timestamp
     -3                          something not ours sits at the owner record's key (see
                                 owner-record.lua); nothing was written
+    error NOPERM                the ACL refuses this user PEXPIRE on the record (see
+                                expiry-guard.lua); nothing was written
 ]]
 local rcall = redis.call
 local lock, counter, record, oldCounter = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -52,8 +56,9 @@ local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local value = string.format('%d', math.floor(nowMs / scale) + lease + padding)
 local leaseMs = lease * scale
 
-local function recordOwner(holds, fence)
-  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence, 'attempt', attempt)
+-- `attempts`: the ids of the owner's last attempts that counted a hold here (see recent-ids.lua).
+local function recordOwner(holds, fence, attempts)
+  rcall('hset', record, 'owner', owner, 'holds', holds, 'value', value, 'fence', fence, 'attempt', attempts)
   expireWith(record, lock, leaseMs)
 end
 
@@ -65,11 +70,14 @@ end
 if foreignRecord(record) then
   return -3
 end
+if not mayExpire(record) then
+  return redis.error_reply(EXPIRY_REFUSED)
+end
 
 if kind == 'none' then
   local fence = nextFence(counter, oldCounter)
   rcall('set', lock, value, 'PX', leaseMs)
-  recordOwner(1, fence)
+  recordOwner(1, fence, attempt)
   return { 1, fence, value, 1, leaseMs }
 end
 
@@ -83,16 +91,21 @@ local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt
 if mine[1] == owner and mine[3] == stored and describes(record, lock, pttl) then
   local holds = tonumber(mine[2])
   local fence = tonumber(mine[4] or rcall('get', oldCounter) or '0')
-  if not fresh and (attempt == '' or mine[5] ~= attempt) then
+  local attempts = mine[5] or ''
+  -- A copy of an attempt applied here (resent by the client) counts no second hold.
+  if not fresh and not idsHave(mine[5], attempt) then
     holds = holds + 1
+    if attempt ~= '' then
+      attempts = idsWith(mine[5], attempt)
+    end
   end
   -- A re-entry never shortens the lease; lengthening it rewrites value and TTL together.
   if pttl < leaseMs then
     rcall('set', lock, value, 'PX', leaseMs)
-    recordOwner(holds, fence)
+    recordOwner(holds, fence, attempts)
     return { 1, fence, value, holds, leaseMs }
   end
-  rcall('hset', record, 'holds', holds, 'attempt', attempt)
+  rcall('hset', record, 'holds', holds, 'attempt', attempts)
   return { 1, fence, stored, holds, pttl }
 end
 
@@ -110,5 +123,5 @@ end
 local fence = nextFence(counter, oldCounter)
 rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)
-recordOwner(1, fence)
+recordOwner(1, fence, attempt)
 return { 1, fence, value, 1, leaseMs }

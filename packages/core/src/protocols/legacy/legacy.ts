@@ -1,8 +1,9 @@
 import { refuseUnknown } from '../../engine/options.js';
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
+import expiryGuardLua from '../../expiry-guard.lua';
 import { fenceCounter } from '../../fence-counter.js';
 import nextFenceLua from '../../next-fence.lua';
-import type { Inspection, LockProtocol, RedisClient, RenewalItem } from '../../protocol.js';
+import type { Inspection, LockProtocol, RedisClient, ReleaseReply, RenewalItem } from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
 import recentIdsLua from '../../recent-ids.lua';
 import { LuaScript } from '../../script.js';
@@ -17,7 +18,9 @@ import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
 import timestampLua from './timestamp.lua';
 
-const acquireScript = new LuaScript(nextFenceLua + ownerRecordLua + timestampLua + acquireLua);
+const acquireScript = new LuaScript(
+  expiryGuardLua + nextFenceLua + recentIdsLua + ownerRecordLua + timestampLua + acquireLua,
+);
 const releaseScript = new LuaScript(recentIdsLua + ownerRecordLua + releaseLua);
 const extendScript = new LuaScript(ownerRecordLua + extendLua);
 const inspectScript = new LuaScript(ownerRecordLua + timestampLua + inspectLua);
@@ -155,14 +158,13 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return { acquired: false, remaining: fenceOrRemaining };
     },
 
-    async release(redis, resource, owner, _token, _handedOn, id = '') {
-      const keys = legacyKeys(resource);
-      const left = (await releaseScript.run(
-        redis,
-        [keys.lock, keys.owner],
-        [owner, await publishCommand(redis), keys.channel, id],
-      )) as number;
-      return releaseReply(left);
+    release(redis, resource, owner, _token, _handedOn, id = '') {
+      return runRelease(redis, resource, owner, id, '');
+    },
+
+    undo(redis, resource, owner, _token, attempt) {
+      // Named by the attempt: a copy resent after a reconnect takes off no second hold.
+      return runRelease(redis, resource, owner, attempt, attempt);
     },
 
     extend: extendOne(extendAll),
@@ -191,6 +193,23 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
       return message === 'released';
     },
   };
+}
+
+/** Runs release.lua: `attempt` set for the undo of that acquire attempt only (see `undo`). */
+async function runRelease(
+  redis: RedisClient,
+  resource: string,
+  owner: string,
+  id: string,
+  attempt: string,
+): Promise<ReleaseReply> {
+  const keys = legacyKeys(resource);
+  const left = (await releaseScript.run(
+    redis,
+    [keys.lock, keys.owner],
+    [owner, await publishCommand(redis), keys.channel, id, attempt],
+  )) as number;
+  return releaseReply(left);
 }
 
 /** Turns the scripts' "not a legacy lock" codes into a clear error; passes replies through. */

@@ -15,20 +15,24 @@
     ARGV[3] release channel (same slot as KEYS[1])
     ARGV[4] release id, recorded (field releases) when it takes off one of several holds, so that
             it is applied once however often it is sent (see recent-ids.lua); '' for none
+    ARGV[5] acquire attempt id, for the undo of that attempt: a hold is taken off only if that
+            attempt counted one here (field attempt, written by acquire.lua), so the undo of a grant
+            whose lease ended never takes off a hold the owner took since; '' for a release of
+            any hold
 
   Output:
     0   released (keys deleted, message published)
-    n   still held by the owner with n holds left
+    n   still held by the owner with n holds left (untouched by an undo of an attempt not applied here)
     -1  not ours: nothing changed
 ]]
 local rcall = redis.call
-local lock, record, owner, id = KEYS[1], KEYS[2], ARGV[1], ARGV[4]
+local lock, record, owner, id, attempt = KEYS[1], KEYS[2], ARGV[1], ARGV[4], ARGV[5]
 
 if not ownedBy(record, lock, owner) then
   return -1
 end
-local mine = rcall('hmget', record, 'holds', 'releases')
-if idsHave(mine[2], id) then
+local mine = rcall('hmget', record, 'holds', 'releases', 'attempt')
+if idsHave(mine[2], id) or (attempt ~= '' and not idsHave(mine[3], attempt)) then
   return tonumber(mine[1])
 end
 if tonumber(mine[1]) > 1 then

@@ -32,6 +32,8 @@
     { 0, pttl, now }           held by another owner; pttl = its remaining ms (-1 if it has no TTL);
                                now = the server's time in ms when the owner was queued (absent
                                when it was not), against which a direct grant's time is read
+    error NOPERM               the ACL refuses this user PEXPIRE on the lock (see
+                               expiry-guard.lua); nothing was written
 ]]
 local rcall = redis.call
 local lock, counter, oldCounter, queue, registrations = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -44,6 +46,11 @@ local function dequeue()
     rcall('zrem', queue, owner)
     rcall('hdel', registrations, owner, '\0' .. owner)
   end
+end
+
+-- The lock is created below before it gets its TTL (the queue keys too: checked there).
+if not mayExpire(lock) then
+  return redis.error_reply(EXPIRY_REFUSED)
 end
 
 -- -2 when free; otherwise the holder's remaining ms, which every answer below reports.
@@ -87,6 +94,9 @@ end
 -- Refused: a caller that will wait joins the queue (first registration fixes its place), so the
 -- release can hand the lock to that one waiter, or name it, in whichever process it waits.
 if lease > 0 then
+  if not (mayExpire(queue) and mayExpire(registrations)) then
+    return redis.error_reply(EXPIRY_REFUSED)
+  end
   local time = rcall('time')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   -- Owners that tie on a score are ordered by name, not arrival: one registered in the same ms

@@ -1,6 +1,6 @@
 --[[
-  Prefixed to the token format's release and abandon scripts, after next-fence.lua:
-  `handOn(keys, publish, channel)` runs once the lock key is deleted and tells the queue; it
+  Prefixed to the token format's release and abandon scripts, after expiry-guard.lua and
+  next-fence.lua: `handOn(keys, publish, channel)` runs once the lock key is deleted and tells the queue; it
   answers the message it published (nil when nobody was queued).
 
   The first queued owner whose registration is still live is the next owner. When it registered
@@ -28,7 +28,8 @@ local function handOn(keys, publish, channel)
     -- A registration not renewed in time belongs to a waiter that crashed or gave up: skipped.
     if tonumber(redis.call('hget', registrations, next) or '0') > now then
       local lease = redis.call('hget', registrations, terms)
-      if lease then
+      -- A releasing user the ACL no longer lets give the lock a TTL names the waiter instead.
+      if lease and mayExpire(lock) then
         local fence = nextFence(keys[2], keys[3])
         redis.call('hset', lock, next, 1, '', fence)
         redis.call('pexpire', lock, lease)

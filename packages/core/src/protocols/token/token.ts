@@ -1,4 +1,5 @@
 import { InvalidKeyError } from '../../errors.js';
+import expiryGuardLua from '../../expiry-guard.lua';
 import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
@@ -24,9 +25,9 @@ import keepFenceLua from './keep-fence.lua';
 import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
-const acquireScript = new LuaScript(nextFenceLua + recentIdsLua + acquireLua);
-const abandonScript = new LuaScript(nextFenceLua + handOnLua + abandonLua);
-const releaseScript = new LuaScript(nextFenceLua + handOnLua + recentIdsLua + releaseLua);
+const acquireScript = new LuaScript(expiryGuardLua + nextFenceLua + recentIdsLua + acquireLua);
+const abandonScript = new LuaScript(expiryGuardLua + nextFenceLua + handOnLua + abandonLua);
+const releaseScript = new LuaScript(expiryGuardLua + nextFenceLua + handOnLua + recentIdsLua + releaseLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
 const ADDRESSED = 'released:';
