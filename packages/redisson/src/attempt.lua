@@ -9,7 +9,7 @@
   redisson_lock_attempt:{name}:<field>, last in KEYS, and its attempt id last in ARGV; an
   unnamed one (a direct protocol call) passes neither, and counts as often as it is sent. The
   list holds "<fence>:<attempt id>" of the field's latest applied attempts, newest first (the
-  fair lock also keeps "<fence>:", naming no attempt, for a turn it keeps: see fair/turn.lua).
+  fair lock also keeps a marker naming no attempt for a turn it keeps: see fair/turn.lua).
 
   How many it keeps: a copy can only be of an attempt whose reply the client has not read yet.
   ioredis resends on the one connection, in order and ahead of anything sent after the reset,
@@ -19,19 +19,32 @@
   holds, and the list is cut to them at every attempt. A latch outliving its holds protects
   nothing, so the unlock scripts delete the list when the field's count reaches 0 and the
   force-release scripts when they delete the hash (`forgetAttempts`); otherwise it expires with
-  the longest TTL the lock had right after one of its attempts: a copy comes only once ioredis
-  has reconnected, however long the outage lasted, and the hold it would count again lives that
-  long unless this client renews it, over that same connection, behind the copy. A copy that
-  comes later, or after the holds it belonged to ended, is not in the list (or finds no hold)
-  and takes the lock afresh, as its first sending would have; the engine gives back a grant it
-  no longer waits for.
+  the lock: it gets the longest TTL the lock had right after one of its attempts, and every
+  script that lengthens the lock for its field (a renewal, a partial unlock, the writer's own
+  read acquisition) lengthens it too (`keepAttempts`). A copy comes only once ioredis has
+  reconnected, however long the outage lasted, and the hold it would count again lives as long
+  as the lock: a renewal sent behind the attempt, both unanswered when the connection reset,
+  lands before the copy, and a list it did not lengthen would expire first, the copy then
+  finding the field still counting and counting it again. A copy that comes later, or after
+  the holds it belonged to ended, is not in the list (or finds no hold) and takes the lock
+  afresh, as its first sending would have; the engine gives back a grant it no longer waits for.
 
   `repeatedAttempt(latches, attempt, lock, field)`: the fence this attempt answered when it was
   applied before and `field` still counts holds in `lock` (a copy: it answers the hold as it
   stands), else nil.
   `recordAttempt(latches, attempt, fence, holds, ttl)`: once the steps that can fail are behind,
   before the first write, so that a failing attempt writes nothing; `holds` is the field's
-  count and `ttl` the lock's TTL once the attempt is applied.
+  count and `ttl` the lock's TTL once the attempt is applied. A latch naming no attempt (a fair
+  lock's kept turn, "<fence>::<end>", always the list's last: fair/turn.lua) stands for a hold
+  no attempt in the list counted, so it stays out of the cut, which keeps the newest holds - 1
+  attempts beside it: entries of holds given back since (an unlock takes none out) would
+  otherwise push it out, and the kept grant would be counted as an ordinary hold.
+  `mayExpire(...)`: whether this user may PEXPIRE every key given (nil ones skipped). Redis
+  keeps what a script wrote before a command the ACL refuses, so an acquire asks first, before
+  any write, and refuses with EXPIRY_REFUSED: a user allowed HINCRBY or LPUSH but not PEXPIRE
+  would otherwise leave the lock hash or a latch list without a TTL, held by nobody. Redis 6
+  has no redis.acl_check_cmd: there such a user must be granted PEXPIRE (README, acquisitions).
+  `keepAttempts(latches, ttl)`: the list, when there is one, lives at least `ttl` ms more.
   `forgetAttempts(lock, prefix)`: deletes the lists of every field of `lock`, `prefix` being
   redisson_lock_attempt:{name}.
 ]]
@@ -48,13 +61,45 @@ local function repeatedAttempt(latches, attempt, lock, field)
   return nil
 end
 
-local function recordAttempt(latches, attempt, fence, holds, ttl)
-  if latches then
-    redis.call('lpush', latches, string.format('%d:%s', fence, attempt))
-    redis.call('ltrim', latches, 0, holds - 1)
-    redis.call('pexpire', latches, math.max(redis.call('pttl', latches), ttl))
+local function keepAttempts(latches, ttl)
+  local left = redis.call('pttl', latches)
+  if left ~= -2 and left < ttl then
+    redis.call('pexpire', latches, ttl)
   end
 end
+
+local function recordAttempt(latches, attempt, fence, holds, ttl)
+  if not latches then
+    return
+  end
+  local oldest = redis.call('lindex', latches, -1)
+  -- A marker is taken off only after the push: emptied, the list would come back without a TTL.
+  redis.call('lpush', latches, string.format('%d:%s', fence, attempt))
+  if oldest and holds > 1 and string.find(oldest, '^%d+::') then
+    redis.call('rpop', latches)
+    redis.call('ltrim', latches, 0, holds - 2)
+    redis.call('rpush', latches, oldest)
+  else
+    redis.call('ltrim', latches, 0, holds - 1)
+  end
+  keepAttempts(latches, ttl)
+end
+
+local function mayExpire(...)
+  if not redis.acl_check_cmd then
+    return true
+  end
+  for i = 1, select('#', ...) do
+    local key = select(i, ...)
+    if key and not redis.acl_check_cmd('pexpire', key, '1') then
+      return false
+    end
+  end
+  return true
+end
+
+local EXPIRY_REFUSED =
+  'NOPERM this user may not run PEXPIRE on the lock keys, which every lock needs; nothing was written'
 
 local function forgetAttempts(lock, prefix)
   for _, field in ipairs(redis.call('hkeys', lock)) do

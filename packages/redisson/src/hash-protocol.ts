@@ -7,11 +7,12 @@ import {
   type ReleaseReply,
   type RenewalItem,
 } from '@lock/core';
+import attemptLua from './attempt.lua';
 import type { RedissonProtocol } from './kinds.js';
 import renewLua from './lock/renew.lua';
-import { validateName } from './names.js';
+import { attemptLatches, validateName } from './names.js';
 
-const renewScript = new LuaScript(renewLua);
+const renewScript = new LuaScript(attemptLua + renewLua);
 
 /** Redisson's default `lockWatchdogTimeout`: the lease of a lock taken without one. */
 export const WATCHDOG_TIMEOUT = 30_000;
@@ -73,8 +74,11 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     items: readonly RenewalItem[],
     ttl: number,
   ): Promise<(string | null)[]> {
-    const keys = items.map((item) => item.resource);
     const fields = items.map((item) => this.field(item.owner));
+    const keys = [
+      ...items.map((item) => item.resource),
+      ...items.map((item, i) => attemptLatches(item.resource, fields[i] as string)),
+    ];
     const holds = (await renewScript.run(redis, keys, [ttl, ...fields])) as number[];
     return holds.map((count, i) => (count > 0 ? (items[i]?.token ?? null) : null));
   }

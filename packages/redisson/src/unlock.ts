@@ -2,6 +2,9 @@ import type { LuaScript, RedisClient, ReleaseReply } from '@lock/core';
 import { latchTimeout, requestId } from './ids.js';
 import { unlockLatch } from './names.js';
 
+/** What an unlock script answers, writing nothing, when it needs the keys `more` adds. */
+const NEEDS_MORE = -1;
+
 /**
  * Runs one of the unlock scripts the way Redisson calls them: the latch key of the request id
  * goes last in KEYS and its lifetime last in ARGV.
@@ -11,6 +14,10 @@ import { unlockLatch } from './names.js';
  * engine may have given up on this call before its answer came, and then retries with the same
  * id, which must find the latch and be answered from it rather than take off a second hold. An
  * unlock without an id (never retried) deletes its latch as Redisson does, without waiting.
+ *
+ * A script that needs keys it is not always given (the RLock unlock meeting a fair lock's kept
+ * turn) answers `NEEDS_MORE` having written nothing; it then runs again with `more()`'s keys
+ * and arguments added after the others.
  */
 export async function unlockWithLatch(
   redis: RedisClient,
@@ -19,9 +26,18 @@ export async function unlockWithLatch(
   keys: readonly string[],
   args: readonly (string | number)[],
   id?: string,
+  more?: () => { keys: readonly string[]; args: readonly (string | number)[] },
 ): Promise<ReleaseReply> {
   const latch = unlockLatch(name, id ?? requestId());
-  const reply = await script.run(redis, [...keys, latch], [...args, latchTimeout()]);
+  let reply = await script.run(redis, [...keys, latch], [...args, latchTimeout()]);
+  if (reply === NEEDS_MORE && more) {
+    const extra = more();
+    reply = await script.run(
+      redis,
+      [...keys, ...extra.keys, latch],
+      [...args, ...extra.args, latchTimeout()],
+    );
+  }
   if (id === undefined) redis.del(latch).catch(() => {});
   if (reply === 1) return 'released';
   return reply === 0 ? 'held' : 'not-owner';

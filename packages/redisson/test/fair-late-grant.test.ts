@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { proxiedClient, startRedis, type TcpProxy, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,8 @@ import { JavaPeer } from './peer/java-peer.js';
  * waiter's client sleeps 2 s or more between attempts, so the grant given back lands before its
  * next attempt does, as it does when a brief outage ends between two attempts.
  */
+const sha1 = (source: string) => createHash('sha1').update(source).digest('hex');
+
 describe('a fair-lock waiter whose replies come late keeps its turn', () => {
   let stop: () => Promise<void>;
   let proxy: TcpProxy;
@@ -30,7 +33,10 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
     direct = server.client();
     const monitor = await server.client().monitor();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (args[0]?.toLowerCase() === 'evalsha') scripts.push([source, ...args.slice(1)]);
+      const command = args[0]?.toLowerCase();
+      if (command === 'evalsha') scripts.push([source, ...args.slice(1)]);
+      // A script sent whole (the fair lock's undo, or any script the server did not know yet) by its sha.
+      if (command === 'eval') scripts.push([source, sha1(args[1] ?? ''), ...args.slice(2)]);
     });
     slow = createRedisson({
       redis: proxied.redis,

@@ -185,6 +185,8 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
   describe('a grant the engine gives back (its reply came after the attempt timed out)', () => {
     const latches = (owner: string) => `redisson_lock_attempt:{orders:42}:${owner}`;
     const waiting = (attempt: string) => ({ wait: Number.POSITIVE_INFINITY, attempt });
+    /** A kept turn's latch: its fence (2) and when the kept grant ends, in the server's ms. */
+    const keptMarker = expect.stringMatching(/^2::\d+$/);
 
     /** A holds; B, then C, wait; A unlocks and B's attempt b1 (one that may wait unless told) takes the lock in its turn. */
     async function grantInTurn(wait = Number.POSITIVE_INFINITY) {
@@ -210,7 +212,7 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
       expect(kept[name]!.value).toEqual({ [b]: '1' });
       expect(kept[name]!.pttl).toBeGreaterThan(0);
       expect(kept[name]!.pttl).toBeLessThanOrEqual(2_000);
-      expect(kept[latches(b)]!.value).toEqual(['2:']);
+      expect(kept[latches(b)]!.value).toEqual([keptMarker]);
       expect(kept[queue]!.value).toEqual([c]);
       expect(kept[zset]!.value).toEqual({ [c]: deadlineC });
       // Sent again, the undo finds its attempt gone and changes nothing.
@@ -254,7 +256,7 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
       await brief.undo(redis, name, b, '30000', 'b1');
       // Every key this package writes expires: the latch list lasts as long as the kept grant.
       const kept = await dump(redis);
-      expect(kept[latches(b)]!.value).toEqual(['2:']);
+      expect(kept[latches(b)]!.value).toEqual([keptMarker]);
       expect(kept[latches(b)]!.pttl).toBeGreaterThan(0);
       expect(kept[latches(b)]!.pttl).toBeLessThanOrEqual(300);
       await waitFor('the kept grant expired', async () => (await redis.exists(name)) === 0);
@@ -290,6 +292,10 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
 
     describe('re-entered by the same thread through getLock while kept', () => {
       const plain = new RLockProtocol();
+      // The RLock unlock tells the fair waiters' dead from the live on this process's clock.
+      beforeEach(() => {
+        now = Date.now();
+      });
 
       async function reenter() {
         await grantInTurn();
@@ -298,7 +304,7 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
           holds: 2,
           fence: 2,
         });
-        expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:r1', '2:']);
+        expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:r1', keptMarker]);
       }
 
       it('keeps the re-entry when the waiter gives up, taking off the kept hold only', async () => {
@@ -311,6 +317,60 @@ describe('fair lock wire format (protocols/redisson.md §2 and Appendix A §2)',
         expect(await redis.lrange(queue, 0, -1)).toEqual([c]);
         expect(await published.take()).toEqual([]);
         expect(await plain.release(redis, name, b, '30000')).toBe('released');
+      });
+
+      it('gives the kept hold back its own deadline, and wakes the head, once the re-entry is unlocked', async () => {
+        await reenter();
+        await published.take();
+        expect(await plain.release(redis, name, b, '30000')).toBe('held');
+        expect(await redis.hgetall(name)).toEqual({ [b]: '1' });
+        // The kept grant's, not the 30 s the re-entry had: a waiter that died leaves the queue held that long only.
+        const ttl = await redis.pttl(name);
+        expect(ttl).toBeLessThanOrEqual(2_000);
+        const marker = (await redis.lrange(latches(b), 0, -1)).find((entry) => entry.includes('::'));
+        const [seconds, micros] = await redis.time();
+        const left =
+          Number(marker?.split('::')[1]) - (Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000));
+        expect(Math.abs(left - ttl)).toBeLessThan(100);
+        // A Java head that polled during the re-entry sleeps on its 30 s: told, it polls again.
+        expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+        expect(await protocol.acquire(redis, name, b, 30_000, waiting('b2'))).toMatchObject({
+          acquired: true,
+          holds: 1,
+          fence: 2,
+        });
+        expect(await redis.pttl(name)).toBeGreaterThan(29_000);
+      });
+
+      it('keeps the turn through re-entries unlocked and taken again, and frees it when the waiter gives up', async () => {
+        await reenter();
+        expect(await plain.release(redis, name, b, '30000')).toBe('held');
+        expect(await plain.acquire(redis, name, b, 30_000, waiting('r2'))).toMatchObject({ holds: 2 });
+        // The unlock took no latch out: r1's, of a hold given back, goes before the marker does.
+        expect(await redis.lrange(latches(b), 0, -1)).toEqual(['2:r2', keptMarker]);
+        await published.take();
+        expect(await plain.release(redis, name, b, '30000')).toBe('held');
+        expect(await redis.pttl(name)).toBeLessThanOrEqual(2_000);
+        expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+        await protocol.abandon(redis, name, b, waiting('b2'));
+        expect(await published.take()).toEqual([{ channel: `${channel}:${c}`, message: '0' }]);
+        expect(Object.keys(await dump(redis))).toEqual([queue, zset, token]);
+        expect(await protocol.acquire(redis, name, c, 30_000, waiting('c1'))).toMatchObject({
+          holds: 1,
+          fence: 3,
+        });
+      });
+
+      it('wakes the first live waiter once the re-entry is unlocked, dropping the dead ones ahead of it', async () => {
+        await reenter();
+        expect((await protocol.acquire(redis, name, d, 30_000, waiting('d0'))).acquired).toBe(false);
+        // C's process died long ago: its deadline has passed.
+        await redis.zadd(zset, Date.now() - 1_000, c);
+        await published.take();
+        expect(await plain.release(redis, name, b, '30000')).toBe('held');
+        expect(await published.take()).toEqual([{ channel: `${channel}:${d}`, message: '0' }]);
+        expect(await redis.lrange(queue, 0, -1)).toEqual([d]);
+        expect(await redis.zrange(zset, '0', '-1')).toEqual([d]);
       });
 
       it('answers both holds when the waiter claims its turn', async () => {

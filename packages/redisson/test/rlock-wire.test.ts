@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { LuaScript } from '@lock/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import attemptLua from '../src/attempt.lua';
+import deadWaitersLua from '../src/fair/dead-waiters.lua';
+import turnLua from '../src/fair/turn.lua';
 import { FencedLockProtocol } from '../src/fenced/protocol.js';
 import { RLockProtocol } from '../src/lock/protocol.js';
 import releaseLua from '../src/lock/release.lua';
@@ -176,7 +179,7 @@ describe('RLock wire format (protocols/redisson.md §1 and Appendix A)', () => {
   });
 
   it('a retried unlock with the same request id answers from the latch and does not decrement twice', async () => {
-    const release = new LuaScript(releaseLua);
+    const release = new LuaScript(attemptLua + deadWaitersLua + turnLua + releaseLua);
     await protocol.acquire(redis, name, us, 30_000);
     await protocol.acquire(redis, name, us, 30_000);
     const latch = 'redisson_unlock_latch:{orders:42}:0123456789abcdef0123456789abcdef';

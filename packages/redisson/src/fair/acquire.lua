@@ -34,6 +34,9 @@ local lock, queue, deadlines, counter, latches = KEYS[1], KEYS[2], KEYS[3], KEYS
 local owner, lease, allowance, now = ARGV[2], tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local attempt = ARGV[6]
 
+if not mayExpire(lock, latches) then
+  return redis.error_reply(EXPIRY_REFUSED)
+end
 local earlier = repeatedAttempt(latches, attempt, lock, owner)
 if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}
@@ -61,9 +64,14 @@ local holds = tonumber(redis.call('hget', lock, owner))
 -- The grant kept for this owner after the engine gave it back (undo.lua): this attempt's now.
 -- Holds the same thread took meanwhile (through an RLock handle of the same name) stay counted,
 -- and their TTL is not shortened, as a re-entry never shortens it.
-local kept = holds and latches and keptTurn(latches)
+local kept, _, marker
+if holds and latches then
+  kept, _, marker = keptTurn(latches)
+end
 if kept then
   local ttl = holds > 1 and math.max(redis.call('pttl', lock), lease) or lease
+  -- Claimed, the turn is no longer kept: the marker goes, this attempt's latch answers for it.
+  redis.call('lrem', latches, 1, marker)
   recordAttempt(latches, attempt, kept, holds, ttl)
   dropWaiters(queue, deadlines, dead)
   redis.call('pexpire', lock, ttl)

@@ -24,10 +24,13 @@
 ]]
 local queue, deadlines, lock, latches = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local holds = tonumber(redis.call('hget', lock, ARGV[1]))
-local kept = holds and keptTurn(latches)
+local kept, _, marker
+if holds then
+  kept, _, marker = keptTurn(latches)
+end
 if kept and holds > 1 then
   redis.call('hincrby', lock, ARGV[1], -1)
-  redis.call('lrem', latches, 1, kept .. ':')
+  redis.call('lrem', latches, 1, marker)
 elseif kept then
   local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[3]))
   wakeHead(queue, deadlines, dead, head, ARGV[4], KEYS[4], ARGV[5])

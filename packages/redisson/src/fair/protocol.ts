@@ -30,8 +30,14 @@ import undoLua from './undo.lua';
 
 const acquireScript = new AcquireScript(deadWaitersLua + turnLua + acquireLua);
 const giveUpScript = new LuaScript(deadWaitersLua + turnLua + giveUpLua);
-const undoScript = new LuaScript(deadWaitersLua + undoLua);
-const releaseScript = new LuaScript(deadWaitersLua + releaseLua);
+/**
+ * Sent as EVAL, never EVALSHA: an undo runs only when a reply came too late, on a failing
+ * connection, often the first on its server (or since a restart, failover or SCRIPT FLUSH), and
+ * a NOSCRIPT answer would cost a second round trip while the grant it gives back is held by
+ * nobody. Rare enough that sending its source each time costs nothing that matters.
+ */
+const undoSource = deadWaitersLua + turnLua + undoLua;
+const releaseScript = new LuaScript(deadWaitersLua + attemptLua + releaseLua);
 const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceReleaseLua);
 
 /**
@@ -150,7 +156,11 @@ export class FairLockProtocol extends RLockProtocol {
     context?: AttemptContext,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
-    const reply = await undoScript.run(redis, freeingKeys(resource, owner), [
+    const keys = freeingKeys(resource, owner);
+    const reply = await redis.eval(
+      undoSource,
+      keys.length,
+      ...keys,
       owner,
       attempt,
       context?.queueLease || this.turnGrace,
@@ -158,7 +168,7 @@ export class FairLockProtocol extends RLockProtocol {
       publish,
       UNLOCK_MESSAGE,
       context?.ended ? 1 : 0,
-    ]);
+    );
     if (reply === 1) return 'released';
     return reply === 0 ? 'held' : 'not-owner';
   }

@@ -16,7 +16,8 @@
   KEYS[6] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("0")
   ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
-          holds were promised theirs)
+          holds were promised theirs; the owner's attempt latches live as long, see attempt.lua,
+          prefixed to this script)
   ARGV[3] owner field
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] "publish" or "spublish"
@@ -40,7 +41,9 @@ if redis.call('exists', lock) == 1 then
   if holds > 1 then
     dropWaiters(queue, deadlines, dead)
     redis.call('hincrby', lock, ARGV[3], -1)
-    redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
+    local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
+    redis.call('pexpire', lock, ttl)
+    keepAttempts(KEYS[5], ttl)
     redis.call('set', KEYS[6], 0, 'px', ARGV[6])
     return 0
   end

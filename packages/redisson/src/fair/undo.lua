@@ -8,12 +8,13 @@
   Taken off as an unlock, the owner's last hold would free the lock for the head of the queue,
   though the owner, whose call still waits, was served in its turn: its next attempt would find
   it behind the waiter it was ahead of. So while someone waits, that hold stays, its latch
-  replaced by "<fence>:" (turn.lua), for at most `grace` ms: the owner's next attempt claims it
-  as its grant (acquire.lua), the owner giving up frees it and wakes the head (give-up.lua),
-  and otherwise it expires and the head takes the lock as from any expired holder. Keeping it
-  wakes the head first, as an unlock does (before anything is written): nothing is published
-  when the kept grant expires, and a Java waiter polls by itself only at the end of the TTL it
-  last read (the previous holder's); woken, it polls, is refused, and sleeps the kept grant's.
+  replaced by its marker (turn.lua, prefixed to this script), for at most `grace` ms: the
+  owner's next attempt claims it as its grant (acquire.lua), the owner giving up frees it and
+  wakes the head (give-up.lua), and otherwise it expires and the head takes the lock as from
+  any expired holder. Keeping it wakes the head first, as an unlock does (before anything is
+  written): nothing is published when the kept grant expires, and a Java waiter polls by itself
+  only at the end of the TTL it last read (the previous holder's); woken, it polls, is refused,
+  and sleeps the kept grant's.
   An attempt that could not wait (its latch id ends in "!", see FairLockProtocol.acquire) took
   no turn and has no next attempt coming: its last hold is freed as an unlock frees it, waking
   the head before anything is written (see the release script), and so is any last hold with
@@ -62,16 +63,21 @@ end
 
 local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[4]))
 if head and turn then
-  wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])
-  -- The marker goes in before the latch leaves: emptied, the list would be deleted and then
-  -- recreated without a TTL. It expires with the kept grant.
-  redis.call('lpush', latches, string.match(applied, '^(%d+):') .. ':')
-  redis.call('lrem', latches, 1, applied)
   local ttl = redis.call('pttl', lock)
   if ttl < 0 or ttl > grace then
-    redis.call('pexpire', lock, grace)
+    ttl = grace
   end
-  redis.call('pexpire', latches, redis.call('pttl', lock))
+  -- Made before the first write: the marker reads TIME, which the ACL may refuse.
+  local marker = turnMarker(tonumber(string.match(applied, '^(%d+):')), ttl)
+  wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])
+  -- The marker replaces the whole list: the one hold left is the kept one, so the other
+  -- entries are of holds given back, and it must be last (see attempt.lua). Pushed before
+  -- the rest leaves: emptied, the list would be deleted and come back without a TTL. It
+  -- expires with the kept grant.
+  redis.call('rpush', latches, marker)
+  redis.call('ltrim', latches, -1, -1)
+  redis.call('pexpire', lock, ttl)
+  redis.call('pexpire', latches, ttl)
   return 0
 end
 wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[6])

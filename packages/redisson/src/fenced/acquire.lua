@@ -18,6 +18,9 @@
   lease), {0, pttl} when held by someone else.
 ]]
 local lock, latches, owner, lease, attempt = KEYS[1], KEYS[3], ARGV[2], tonumber(ARGV[1]), ARGV[3]
+if not mayExpire(lock, latches) then
+  return redis.error_reply(EXPIRY_REFUSED)
+end
 local earlier = repeatedAttempt(latches, attempt, lock, owner)
 if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}

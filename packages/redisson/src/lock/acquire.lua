@@ -25,6 +25,9 @@
 ]]
 local lock, counter, latches, owner, lease = KEYS[1], KEYS[2], KEYS[3], ARGV[2], tonumber(ARGV[1])
 local attempt = ARGV[3]
+if not mayExpire(lock, latches) then
+  return redis.error_reply(EXPIRY_REFUSED)
+end
 local earlier = repeatedAttempt(latches, attempt, lock, owner)
 if earlier then
   return {1, tonumber(redis.call('hget', lock, owner)), earlier, redis.call('pttl', lock)}

@@ -8,8 +8,17 @@ import {
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
+import deadWaitersLua from '../fair/dead-waiters.lua';
+import turnLua from '../fair/turn.lua';
 import { HashLockProtocol } from '../hash-protocol.js';
-import { attemptLatches, attemptLatchPrefix, fenceCounter, lockChannel } from '../names.js';
+import {
+  attemptLatches,
+  attemptLatchPrefix,
+  fairQueue,
+  fairTimeouts,
+  fenceCounter,
+  lockChannel,
+} from '../names.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
@@ -18,7 +27,7 @@ import inspectLua from './inspect.lua';
 import releaseLua from './release.lua';
 
 const rlockAcquire = new AcquireScript(acquireLua);
-const releaseScript = new LuaScript(releaseLua);
+const releaseScript = new LuaScript(attemptLua + deadWaitersLua + turnLua + releaseLua);
 const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
 const inspectScript = new LuaScript(inspectLua);
 
@@ -62,7 +71,11 @@ export class RLockProtocol extends HashLockProtocol {
     );
   }
 
-  /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */
+  /**
+   * One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease).
+   * The fair queue's keys go only to the rare unlock that leaves the thread a fair lock's kept
+   * turn (see release.lua), with this process's clock, which the fair waiters' deadlines use.
+   */
   async unlock(
     redis: RedisClient,
     resource: string,
@@ -78,6 +91,7 @@ export class RLockProtocol extends HashLockProtocol {
       [resource, lockChannel(resource), attemptLatches(resource, owner)],
       [UNLOCK_MESSAGE, lease, owner, publish],
       requestId,
+      () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
     );
   }
 

@@ -30,9 +30,9 @@ import writeReleaseLua from './write-release.lua';
 
 const readAcquireScript = new AcquireScript(readAcquireLua);
 const readReleaseScript = new LuaScript(readReleaseLua);
-const readRenewScript = new LuaScript(readRenewLua);
+const readRenewScript = new LuaScript(attemptLua + readRenewLua);
 const writeAcquireScript = new AcquireScript(writeAcquireLua);
-const writeReleaseScript = new LuaScript(writeReleaseLua);
+const writeReleaseScript = new LuaScript(attemptLua + writeReleaseLua);
 const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
 
 /** Published when the last read hold goes: wakes one waiter per client, Java's and ours. */
@@ -115,6 +115,7 @@ export class ReadLockProtocol extends ReadWriteHalf {
       readTimeoutPrefix(resource, owner),
       fenceCounter(resource),
       readFenceKey(resource, owner),
+      attemptLatches(resource, writerField(owner)),
     ];
     return readAcquireScript.run(
       redis,
@@ -163,6 +164,7 @@ export class ReadLockProtocol extends ReadWriteHalf {
           item.resource,
           readTimeoutPrefix(item.resource, item.owner),
           readFenceKey(item.resource, item.owner),
+          attemptLatches(item.resource, item.owner),
         ];
         const holds = (await readRenewScript.run(redis, keys, [ttl, item.owner])) as number;
         return holds > 0 ? item.token : null;

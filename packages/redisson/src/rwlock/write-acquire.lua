@@ -23,6 +23,9 @@
   when held by readers or another writer.
 ]]
 local lock, counter, latches, lease, attempt = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[3]
+if not mayExpire(lock, latches) then
+  return redis.error_reply(EXPIRY_REFUSED)
+end
 local earlier = repeatedAttempt(latches, attempt, lock, ARGV[2])
 if earlier then
   return {1, tonumber(redis.call('hget', lock, ARGV[2])), earlier, redis.call('pttl', lock)}

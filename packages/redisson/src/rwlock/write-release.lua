@@ -15,7 +15,8 @@
   KEYS[4] latch redisson_unlock_latch:{name}:<request id>
   ARGV[1] unlock message ("1")
   ARGV[2] lease in ms re-applied while holds remain (never shortening the TTL: the remaining
-          holds were promised theirs)
+          holds were promised theirs; the owner's attempt latches live as long, see attempt.lua,
+          prefixed to this script)
   ARGV[3] writer field "<uuid>:<thread>:write"
   ARGV[4] "publish" or "spublish"
   ARGV[5] latch lifetime in ms
@@ -39,7 +40,9 @@ if mode ~= 'write' or not holds then
 end
 if holds > 1 then
   redis.call('hincrby', lock, ARGV[3], -1)
-  redis.call('pexpire', lock, math.max(redis.call('pttl', lock), tonumber(ARGV[2])))
+  local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
+  redis.call('pexpire', lock, ttl)
+  keepAttempts(KEYS[3], ttl)
   redis.call('set', KEYS[4], 0, 'px', ARGV[5])
   return 0
 end
