@@ -29,6 +29,10 @@
   the holds it belonged to ended, is not in the list (or finds no hold) and takes the lock
   afresh, as its first sending would have; the engine gives back a grant it no longer waits for.
 
+  `appliedAttempt(latches, ...)`: the latch of the newest applied attempt whose id is one of
+  the ids given, and which of them (1, 2, ...), else nil. A marker names no attempt (engine
+  attempt ids never start with ":"), so it is never found. The undo scripts find the attempt
+  they give back with it.
   `repeatedAttempt(latches, attempt, lock, field)`: the fence this attempt answered when it was
   applied before and `field` still counts holds in `lock` (a copy: it answers the hold as it
   stands), else nil.
@@ -48,17 +52,24 @@
   `forgetAttempts(lock, prefix)`: deletes the lists of every field of `lock`, `prefix` being
   redisson_lock_attempt:{name}.
 ]]
+local function appliedAttempt(latches, ...)
+  for _, entry in ipairs(redis.call('lrange', latches, 0, -1)) do
+    local id = string.match(entry, '^%d+:(.*)$')
+    for i = 1, select('#', ...) do
+      if id == select(i, ...) then
+        return entry, i
+      end
+    end
+  end
+  return nil
+end
+
 local function repeatedAttempt(latches, attempt, lock, field)
   if not latches or redis.call('hexists', lock, field) == 0 then
     return nil
   end
-  for _, entry in ipairs(redis.call('lrange', latches, 0, -1)) do
-    local fence, id = string.match(entry, '^(%d+):(.*)$')
-    if id == attempt then
-      return tonumber(fence)
-    end
-  end
-  return nil
+  local entry = appliedAttempt(latches, attempt)
+  return entry and tonumber(string.match(entry, '^(%d+):'))
 end
 
 local function keepAttempts(latches, ttl)

@@ -98,6 +98,18 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     lease: number,
     requestId?: string,
   ): Promise<ReleaseReply>;
+  /**
+   * Gives back the hold acquire attempt `attempt` counted, as `unlock` does, once however often
+   * it is sent, and only if it counted one in the lock's current life (see undo.lua).
+   */
+  abstract undo(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    attempt: string,
+    context?: AttemptContext,
+  ): Promise<ReleaseReply>;
   abstract forceUnlock(redis: RedisClient, resource: string): Promise<boolean>;
   abstract inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   abstract isReleaseMessage(message: string): boolean;

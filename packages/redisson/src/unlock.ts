@@ -1,6 +1,10 @@
 import type { LuaScript, RedisClient, ReleaseReply } from '@lock/core';
 import { latchTimeout, requestId } from './ids.js';
 import { unlockLatch } from './names.js';
+import undoLua from './undo.lua';
+
+/** A script run with keys and arguments: a `LuaScript`, or an undo, always sent whole (`undoScriptOf`). */
+export type UnlockScript = Pick<LuaScript, 'run'>;
 
 /** What an unlock script answers, writing nothing, when it needs the keys `more` adds. */
 const NEEDS_MORE = -1;
@@ -17,28 +21,41 @@ const NEEDS_MORE = -1;
  *
  * A script that needs keys it is not always given (the RLock unlock meeting a fair lock's kept
  * turn) answers `NEEDS_MORE` having written nothing; it then runs again with `more()`'s keys
- * and arguments added after the others.
+ * and arguments added after the others. `last` goes after those, just before the latch lifetime
+ * (an undo's attempt id), so that it keeps its place from the end either way.
  */
 export async function unlockWithLatch(
   redis: RedisClient,
-  script: LuaScript,
+  script: UnlockScript,
   name: string,
   keys: readonly string[],
   args: readonly (string | number)[],
   id?: string,
   more?: () => { keys: readonly string[]; args: readonly (string | number)[] },
+  last: readonly (string | number)[] = [],
 ): Promise<ReleaseReply> {
   const latch = unlockLatch(name, id ?? requestId());
-  let reply = await script.run(redis, [...keys, latch], [...args, latchTimeout()]);
+  let reply = await script.run(redis, [...keys, latch], [...args, ...last, latchTimeout()]);
   if (reply === NEEDS_MORE && more) {
     const extra = more();
     reply = await script.run(
       redis,
       [...keys, ...extra.keys, latch],
-      [...args, ...extra.args, latchTimeout()],
+      [...args, ...extra.args, ...last, latchTimeout()],
     );
   }
   if (id === undefined) redis.del(latch).catch(() => {});
   if (reply === 1) return 'released';
   return reply === 0 ? 'held' : 'not-owner';
+}
+
+/**
+ * The undo script of a hash lock kind (undo.lua): its unlock script `release`, after `prefix`
+ * (what that script is prefixed with), wrapped as the function `unlock`, then `tail`, which names
+ * where `release` keeps the attempt list and field. Sent as EVAL, never EVALSHA, for the reason
+ * the fair lock's undo is (fair/protocol.ts). `prefix` must include attempt.lua.
+ */
+export function undoScriptOf(prefix: string, release: string, tail: string): UnlockScript {
+  const source = `${prefix}local function unlock()\n${release}\nend\n${undoLua}${tail}`;
+  return { run: (redis, keys, args) => redis.eval(source, keys.length, ...keys, ...args) };
 }

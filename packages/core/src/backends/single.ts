@@ -155,10 +155,10 @@ export function singleBackend(
       const { attempt } = context;
       // An owner that is not fresh has other holds in use: a plain release resent by the client
       // after a reconnect would take off one of them. Named by the attempt, the undo takes off
-      // only the hold that attempt added, once. A format without an undo of its own (the Redisson
-      // lock formats) takes off one hold, with the attempt as the release's id so that a copy takes
-      // off none; once that grant's lease has ended, that may be a hold taken since (a known gap,
-      // in the README). A fresh owner's grant is its call's only hold.
+      // only the hold that attempt added, once. A format without an undo of its own takes off one
+      // hold, with the attempt as the release's id so that a copy takes off none; once that
+      // grant's lease has ended, that may be a hold taken since (said in the README). A fresh
+      // owner's grant is its call's only hold.
       await stamped(resource, () => {
         if (context.fresh || !attempt) return protocol.release(redis, resource, owner, token);
         return protocol.undo

@@ -36,7 +36,7 @@ const giveUpScript = new LuaScript(deadWaitersLua + turnLua + giveUpLua);
  * a NOSCRIPT answer would cost a second round trip while the grant it gives back is held by
  * nobody. Rare enough that sending its source each time costs nothing that matters.
  */
-const undoSource = deadWaitersLua + turnLua + undoLua;
+const undoSource = attemptLua + deadWaitersLua + turnLua + undoLua;
 const releaseScript = new LuaScript(deadWaitersLua + attemptLua + releaseLua);
 const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceReleaseLua);
 
@@ -147,7 +147,7 @@ export class FairLockProtocol extends RLockProtocol {
    * head of the queue, which polls again and then sleeps no longer than the kept grant (nothing
    * is published when it expires). Any other last hold is freed as `unlock` frees it.
    */
-  async undo(
+  override async undo(
     redis: RedisClient,
     resource: string,
     owner: string,

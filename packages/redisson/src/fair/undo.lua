@@ -2,8 +2,8 @@
   Gives back the hold one acquire attempt of a fair lock added, when the engine no longer wants
   it: its reply came after the attempt had timed out (the owner's connection was slow, or
   dropped and ioredis resent it). The attempt is found by its latch in the owner's attempt list
-  (attempt.lua); a copy of this undo, or the undo of an attempt this server never applied, finds
-  none and changes nothing.
+  (attempt.lua, prefixed to this script); a copy of this undo, or the undo of an attempt this
+  server never applied, finds none and changes nothing.
 
   Taken off as an unlock, the owner's last hold would free the lock for the head of the queue,
   though the owner, whose call still waits, was served in its turn: its next attempt would find
@@ -44,17 +44,11 @@ local holds = tonumber(redis.call('hget', lock, owner))
 if not holds then
   return nil
 end
-local applied, turn
-for _, entry in ipairs(redis.call('lrange', latches, 0, -1)) do
-  local id = string.match(entry, '^%d+:(.*)$')
-  if id == attempt or id == attempt .. '!' then
-    applied, turn = entry, id == attempt and ARGV[7] ~= '1'
-    break
-  end
-end
+local applied, which = appliedAttempt(latches, attempt, attempt .. '!')
 if not applied then
   return 0
 end
+local turn = which == 1 and ARGV[7] ~= '1'
 if holds > 1 then
   redis.call('lrem', latches, 1, applied)
   redis.call('hincrby', lock, owner, -1)

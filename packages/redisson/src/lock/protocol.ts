@@ -10,7 +10,7 @@ import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
 import deadWaitersLua from '../fair/dead-waiters.lua';
 import turnLua from '../fair/turn.lua';
-import { HashLockProtocol } from '../hash-protocol.js';
+import { HashLockProtocol, leaseOf } from '../hash-protocol.js';
 import {
   attemptLatches,
   attemptLatchPrefix,
@@ -20,14 +20,17 @@ import {
   lockChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { unlockWithLatch } from '../unlock.js';
+import { undoScriptOf, unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
 import inspectLua from './inspect.lua';
 import releaseLua from './release.lua';
+import undoLua from './undo.lua';
 
 const rlockAcquire = new AcquireScript(acquireLua);
-const releaseScript = new LuaScript(attemptLua + deadWaitersLua + turnLua + releaseLua);
+const releasePrefix = attemptLua + deadWaitersLua + turnLua;
+const releaseScript = new LuaScript(releasePrefix + releaseLua);
+const undoScript = undoScriptOf(releasePrefix, releaseLua, undoLua);
 const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
 const inspectScript = new LuaScript(inspectLua);
 
@@ -92,6 +95,34 @@ export class RLockProtocol extends HashLockProtocol {
       [UNLOCK_MESSAGE, lease, owner, publish],
       requestId,
       () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
+    );
+  }
+
+  /**
+   * Gives back the hold acquire attempt `attempt` counted, once however often it is sent, and
+   * only if it counted one in the lock's current life (see undo.lua): the engine undoes a grant
+   * whose reply came too late for a thread that may hold the lock besides, and by then that
+   * grant's lease may have ended and the thread taken the lock again. Taken off as `unlock`
+   * does (`token`'s lease re-applied while holds remain, the last one waking waiters); `'held'`
+   * and nothing written when the attempt counted no hold the thread still has.
+   */
+  async undo(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    attempt: string,
+  ): Promise<ReleaseReply> {
+    const publish = await publishCommand(redis);
+    return unlockWithLatch(
+      redis,
+      undoScript,
+      resource,
+      [resource, lockChannel(resource), attemptLatches(resource, owner)],
+      [UNLOCK_MESSAGE, leaseOf(token), owner, publish],
+      attempt,
+      () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
+      [attempt],
     );
   }
 

@@ -9,7 +9,7 @@ import {
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
-import { HashLockProtocol } from '../hash-protocol.js';
+import { HashLockProtocol, leaseOf } from '../hash-protocol.js';
 import {
   attemptLatches,
   attemptLatchPrefix,
@@ -20,13 +20,15 @@ import {
   rwChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { unlockWithLatch } from '../unlock.js';
+import { undoScriptOf, unlockWithLatch } from '../unlock.js';
 import forceReleaseLua from './force-release.lua';
 import readAcquireLua from './read-acquire.lua';
 import readReleaseLua from './read-release.lua';
 import readRenewLua from './read-renew.lua';
+import readUndoLua from './read-undo.lua';
 import writeAcquireLua from './write-acquire.lua';
 import writeReleaseLua from './write-release.lua';
+import writeUndoLua from './write-undo.lua';
 
 const readAcquireScript = new AcquireScript(readAcquireLua);
 const readReleaseScript = new LuaScript(readReleaseLua);
@@ -34,6 +36,8 @@ const readRenewScript = new LuaScript(attemptLua + readRenewLua);
 const writeAcquireScript = new AcquireScript(writeAcquireLua);
 const writeReleaseScript = new LuaScript(attemptLua + writeReleaseLua);
 const forceReleaseScript = new LuaScript(attemptLua + forceReleaseLua);
+const readUndoScript = undoScriptOf(attemptLua, readReleaseLua, readUndoLua);
+const writeUndoScript = undoScriptOf(attemptLua, writeReleaseLua, writeUndoLua);
 
 /** Published when the last read hold goes: wakes one waiter per client, Java's and ours. */
 export const READ_UNLOCK_MESSAGE = '0';
@@ -140,16 +144,33 @@ export class ReadLockProtocol extends ReadWriteHalf {
       redis,
       readReleaseScript,
       resource,
-      [
-        resource,
-        rwChannel(resource),
-        readTimeoutPrefix(resource, owner),
-        readKeyPrefix(resource),
-        readFenceKey(resource, owner),
-        attemptLatches(resource, owner),
-      ],
+      readReleaseKeys(resource, owner),
       [READ_UNLOCK_MESSAGE, owner, publish],
       requestId,
+    );
+  }
+
+  /**
+   * Gives back the read hold acquire attempt `attempt` counted, as `unlock` does, once however
+   * often it is sent, and only if it counted one in the lock's current life (see undo.lua).
+   */
+  async undo(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    _token: string,
+    attempt: string,
+  ): Promise<ReleaseReply> {
+    const publish = await publishCommand(redis);
+    return unlockWithLatch(
+      redis,
+      readUndoScript,
+      resource,
+      readReleaseKeys(resource, owner),
+      [READ_UNLOCK_MESSAGE, owner, publish],
+      attempt,
+      undefined,
+      [attempt],
     );
   }
 
@@ -217,7 +238,44 @@ export class WriteLockProtocol extends ReadWriteHalf {
     );
   }
 
+  /**
+   * Gives back the write hold acquire attempt `attempt` counted, as `unlock` does (`token`'s
+   * lease re-applied while holds remain), once however often it is sent, and only if it counted
+   * one in the lock's current life (see undo.lua).
+   */
+  async undo(
+    redis: RedisClient,
+    resource: string,
+    owner: string,
+    token: string,
+    attempt: string,
+  ): Promise<ReleaseReply> {
+    const publish = await publishCommand(redis);
+    return unlockWithLatch(
+      redis,
+      writeUndoScript,
+      resource,
+      [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
+      [WRITE_UNLOCK_MESSAGE, leaseOf(token), writerField(owner), publish],
+      attempt,
+      undefined,
+      [attempt],
+    );
+  }
+
   protected owns(field: string): boolean {
     return field.endsWith(':write');
   }
+}
+
+/** The keys of read-release.lua (and of the read undo) for `owner`, but the unlock latch. */
+function readReleaseKeys(resource: string, owner: string): string[] {
+  return [
+    resource,
+    rwChannel(resource),
+    readTimeoutPrefix(resource, owner),
+    readKeyPrefix(resource),
+    readFenceKey(resource, owner),
+    attemptLatches(resource, owner),
+  ];
 }

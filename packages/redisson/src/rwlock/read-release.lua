@@ -22,7 +22,7 @@
   ARGV[1] unlock message ("0")
   ARGV[2] owner field
   ARGV[3] "publish" or "spublish"
-  ARGV[4] latch lifetime in ms
+  ARGV[#ARGV] latch lifetime in ms (the undo passes the attempt id before it: see undo.lua)
 
   Returns 1 freed, 0 still held (by anyone), nil when this owner held no read lock.
 ]]
@@ -34,7 +34,7 @@ local lock, owner = KEYS[1], ARGV[2]
 local mode = redis.call('hget', lock, 'mode')
 if not mode then
   redis.call(ARGV[3], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[7], 1, 'px', ARGV[4])
+  redis.call('set', KEYS[7], 1, 'px', ARGV[#ARGV])
   return nil
 end
 local holds = tonumber(redis.call('hget', lock, owner))
@@ -76,11 +76,11 @@ if left == 0 then
 end
 redis.call('del', KEYS[3] .. ':' .. holds)
 if not stays then
-  redis.call('set', KEYS[7], 1, 'px', ARGV[4])
+  redis.call('set', KEYS[7], 1, 'px', ARGV[#ARGV])
   return 1
 end
 if mode == 'read' then
   redis.call('pexpire', lock, longest)
 end
-redis.call('set', KEYS[7], 0, 'px', ARGV[4])
+redis.call('set', KEYS[7], 0, 'px', ARGV[#ARGV])
 return 0

@@ -19,7 +19,7 @@
           prefixed to this script)
   ARGV[3] writer field "<uuid>:<thread>:write"
   ARGV[4] "publish" or "spublish"
-  ARGV[5] latch lifetime in ms
+  ARGV[#ARGV] latch lifetime in ms (the undo passes the attempt id before it: see undo.lua)
 
   Returns 1 freed or downgraded, 0 still write-held, nil when this writer held nothing.
 ]]
@@ -31,7 +31,7 @@ local lock = KEYS[1]
 local mode = redis.call('hget', lock, 'mode')
 if not mode then
   redis.call(ARGV[4], KEYS[2], ARGV[1])
-  redis.call('set', KEYS[4], 1, 'px', ARGV[5])
+  redis.call('set', KEYS[4], 1, 'px', ARGV[#ARGV])
   return nil
 end
 local holds = tonumber(redis.call('hget', lock, ARGV[3]))
@@ -43,7 +43,7 @@ if holds > 1 then
   local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
   redis.call('pexpire', lock, ttl)
   keepAttempts(KEYS[3], ttl)
-  redis.call('set', KEYS[4], 0, 'px', ARGV[5])
+  redis.call('set', KEYS[4], 0, 'px', ARGV[#ARGV])
   return 0
 end
 -- Only "mode" and this writer's field: nobody holds a read lock, and the lock is freed.
@@ -55,5 +55,5 @@ else
   redis.call('hset', lock, 'mode', 'read')
 end
 redis.call('del', KEYS[3])
-redis.call('set', KEYS[4], 1, 'px', ARGV[5])
+redis.call('set', KEYS[4], 1, 'px', ARGV[#ARGV])
 return 1
