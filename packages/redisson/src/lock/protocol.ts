@@ -20,7 +20,7 @@ import {
   lockChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { undoScriptOf, unlockWithLatch } from '../unlock.js';
+import { type UnlockScript, undoScriptOf, unlockWithLatch } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
 import inspectLua from './inspect.lua';
@@ -79,22 +79,36 @@ export class RLockProtocol extends HashLockProtocol {
    * The fair queue's keys go only to the rare unlock that leaves the thread a fair lock's kept
    * turn (see release.lua), with this process's clock, which the fair waiters' deadlines use.
    */
-  async unlock(
+  unlock(
     redis: RedisClient,
     resource: string,
     owner: string,
     lease: number,
     requestId?: string,
   ): Promise<ReleaseReply> {
+    return this.sendUnlock(redis, releaseScript, resource, owner, lease, requestId);
+  }
+
+  /** Runs `script`, release.lua or the undo wrapping it, with release.lua's keys and arguments. */
+  private async sendUnlock(
+    redis: RedisClient,
+    script: UnlockScript,
+    resource: string,
+    owner: string,
+    lease: number,
+    id?: string,
+    last?: readonly string[],
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
-      releaseScript,
+      script,
       resource,
       [resource, lockChannel(resource), attemptLatches(resource, owner)],
       [UNLOCK_MESSAGE, lease, owner, publish],
-      requestId,
+      id,
       () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
+      last,
     );
   }
 
@@ -106,24 +120,14 @@ export class RLockProtocol extends HashLockProtocol {
    * does (`token`'s lease re-applied while holds remain, the last one waking waiters); `'held'`
    * and nothing written when the attempt counted no hold the thread still has.
    */
-  async undo(
+  undo(
     redis: RedisClient,
     resource: string,
     owner: string,
     token: string,
     attempt: string,
   ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      undoScript,
-      resource,
-      [resource, lockChannel(resource), attemptLatches(resource, owner)],
-      [UNLOCK_MESSAGE, leaseOf(token), owner, publish],
-      attempt,
-      () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
-      [attempt],
-    );
+    return this.sendUnlock(redis, undoScript, resource, owner, leaseOf(token), attempt, [attempt]);
   }
 
   /** Deletes the lock whoever holds it; true when there was one. */

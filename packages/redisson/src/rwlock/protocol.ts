@@ -20,7 +20,7 @@ import {
   rwChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { undoScriptOf, unlockWithLatch } from '../unlock.js';
+import { type UnlockScript, undoScriptOf, unlockWithLatch } from '../unlock.js';
 import forceReleaseLua from './force-release.lua';
 import readAcquireLua from './read-acquire.lua';
 import readReleaseLua from './read-release.lua';
@@ -132,21 +132,35 @@ export class ReadLockProtocol extends ReadWriteHalf {
     );
   }
 
-  async unlock(
+  unlock(
     redis: RedisClient,
     resource: string,
     owner: string,
     _lease?: number,
     requestId?: string,
   ): Promise<ReleaseReply> {
+    return this.sendUnlock(redis, readReleaseScript, resource, owner, requestId);
+  }
+
+  /** Runs `script`, read-release.lua or the undo wrapping it, with read-release.lua's keys and arguments. */
+  private async sendUnlock(
+    redis: RedisClient,
+    script: UnlockScript,
+    resource: string,
+    owner: string,
+    id?: string,
+    last?: readonly string[],
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
-      readReleaseScript,
+      script,
       resource,
       readReleaseKeys(resource, owner),
       [READ_UNLOCK_MESSAGE, owner, publish],
-      requestId,
+      id,
+      undefined,
+      last,
     );
   }
 
@@ -154,24 +168,14 @@ export class ReadLockProtocol extends ReadWriteHalf {
    * Gives back the read hold acquire attempt `attempt` counted, as `unlock` does, once however
    * often it is sent, and only if it counted one in the lock's current life (see undo.lua).
    */
-  async undo(
+  undo(
     redis: RedisClient,
     resource: string,
     owner: string,
     _token: string,
     attempt: string,
   ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      readUndoScript,
-      resource,
-      readReleaseKeys(resource, owner),
-      [READ_UNLOCK_MESSAGE, owner, publish],
-      attempt,
-      undefined,
-      [attempt],
-    );
+    return this.sendUnlock(redis, readUndoScript, resource, owner, attempt, [attempt]);
   }
 
   override async extendMany(
@@ -220,21 +224,36 @@ export class WriteLockProtocol extends ReadWriteHalf {
     return writerField(owner);
   }
 
-  async unlock(
+  unlock(
     redis: RedisClient,
     resource: string,
     owner: string,
     lease: number,
     requestId?: string,
   ): Promise<ReleaseReply> {
+    return this.sendUnlock(redis, writeReleaseScript, resource, owner, lease, requestId);
+  }
+
+  /** Runs `script`, write-release.lua or the undo wrapping it, with write-release.lua's keys and arguments. */
+  private async sendUnlock(
+    redis: RedisClient,
+    script: UnlockScript,
+    resource: string,
+    owner: string,
+    lease: number,
+    id?: string,
+    last?: readonly string[],
+  ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
       redis,
-      writeReleaseScript,
+      script,
       resource,
       [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
       [WRITE_UNLOCK_MESSAGE, lease, writerField(owner), publish],
-      requestId,
+      id,
+      undefined,
+      last,
     );
   }
 
@@ -243,24 +262,14 @@ export class WriteLockProtocol extends ReadWriteHalf {
    * lease re-applied while holds remain), once however often it is sent, and only if it counted
    * one in the lock's current life (see undo.lua).
    */
-  async undo(
+  undo(
     redis: RedisClient,
     resource: string,
     owner: string,
     token: string,
     attempt: string,
   ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      writeUndoScript,
-      resource,
-      [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
-      [WRITE_UNLOCK_MESSAGE, leaseOf(token), writerField(owner), publish],
-      attempt,
-      undefined,
-      [attempt],
-    );
+    return this.sendUnlock(redis, writeUndoScript, resource, owner, leaseOf(token), attempt, [attempt]);
   }
 
   protected owns(field: string): boolean {
