@@ -44,6 +44,11 @@ export class ClientCore {
   private readonly subscriber: ReleaseListener;
   private readonly engines = new Map<LockKind, Locker>();
   private readonly handles = new Map<string, Lock[]>();
+  /**
+   * Takes a handle's `forgetLost` listener off its signal once it is unlocked: a hold's handles
+   * share one signal, so every re-entry of a long hold would leave one there until the hold ends.
+   */
+  private readonly unwatch = new WeakMap<Lock, () => void>();
   private closed = false;
 
   constructor(private readonly options: RedissonOptions) {
@@ -86,7 +91,9 @@ export class ClientCore {
     this.handles.set(key, stack);
     // A hold left to its lease is never unlocked ("lock for 10 s" as a dedupe): kept, every such
     // call would stay here for the life of the process.
-    lock.signal.addEventListener('abort', () => this.forgetLost(key, lock), { once: true });
+    const forget = () => this.forgetLost(key, lock);
+    lock.signal.addEventListener('abort', forget, { once: true });
+    this.unwatch.set(lock, () => lock.signal.removeEventListener('abort', forget));
     return lock;
   }
 
@@ -120,6 +127,7 @@ export class ClientCore {
       this.handles.set(key, [...(this.handles.get(key) ?? []), handle]);
       throw error;
     }
+    this.unwatch.get(handle)?.();
     if (result === 'not-owner') throw new NotOwnerError(name, owner);
   }
 

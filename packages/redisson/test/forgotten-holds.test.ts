@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { waitFor } from '@lock/testing';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ClientCore } from '../src/client.js';
@@ -29,6 +30,21 @@ describe('holds never unlocked', () => {
     });
     expect(await setup.redis.keys('dedupe:*')).toEqual([]);
     await expect(client.unlock('lock', 'dedupe:1', 1)).rejects.toThrow(/not held/);
+  });
+
+  it("a hold re-entered and unlocked over and over keeps no listener per re-entry on the hold's signal", async () => {
+    const client = new ClientCore({ redis: setup.redis });
+    onTestFinished(() => client.close());
+    const outer = await client.acquire('lock', 'outer', { thread: 1, wait: 0 });
+    const before = getEventListeners(outer.signal, 'abort').length;
+    for (let cycle = 0; cycle < 20; cycle += 1) {
+      await client.acquire('lock', 'outer', { thread: 1, lease: 60_000, wait: 0 });
+      await client.unlock('lock', 'outer', 1);
+    }
+    // Each re-entry's handle shares the hold's signal: one left per unlocked handle would grow
+    // with the hold's life (and warn past ten).
+    expect(getEventListeners(outer.signal, 'abort').length).toBe(before);
+    await client.unlock('lock', 'outer', 1);
   });
 
   it('holds released by shutdown() stay for their unlocks, which answer what that release did', async () => {
