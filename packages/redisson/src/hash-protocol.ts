@@ -11,6 +11,8 @@ import attemptLua from './attempt.lua';
 import type { RedissonProtocol } from './kinds.js';
 import renewLua from './lock/renew.lua';
 import { attemptLatches, validateName } from './names.js';
+import { publishCommand } from './publish.js';
+import { type UnlockScript, unlockWithLatch } from './unlock.js';
 
 const renewScript = new LuaScript(attemptLua + renewLua);
 
@@ -23,6 +25,14 @@ export const WATCHDOG_TIMEOUT = 30_000;
  * engine hands it back to `release` with the hold (the scripts never let it shorten the TTL).
  */
 export const leaseOf = (token: string): number => Number(token) || WATCHDOG_TIMEOUT;
+
+/** What one unlock of a kind sends to its release script, and to the undo wrapping it (undo.lua). */
+export interface UnlockCall {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+  /** What the script asks for when it answers that it needs more (see `unlockWithLatch`). */
+  readonly more?: () => { keys: readonly string[]; args: readonly (string | number)[] };
+}
 
 /**
  * What every Redisson lock kind shares: a hash at the bare (mapped) name, whose owners'
@@ -91,25 +101,54 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     ttl: number,
     context?: AttemptContext,
   ): Promise<AcquireReply>;
-  abstract unlock(
+  /** The kind's unlock script, and its undo: the same script wrapped by undo.lua (`undoScriptOf`). */
+  protected abstract readonly unlockScripts: { readonly release: UnlockScript; readonly undo: UnlockScript };
+  /** The keys and arguments of one unlock of `owner`; `lease` is what a partial unlock re-applies. */
+  protected abstract unlockCall(resource: string, owner: string, lease: number, publish: string): UnlockCall;
+
+  /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */
+  unlock(
     redis: RedisClient,
     resource: string,
     owner: string,
     lease: number,
     requestId?: string,
-  ): Promise<ReleaseReply>;
+  ): Promise<ReleaseReply> {
+    return this.sendUnlock(redis, this.unlockScripts.release, resource, owner, lease, requestId);
+  }
+
   /**
-   * Gives back the hold acquire attempt `attempt` counted, as `unlock` does, once however often
-   * it is sent, and only if it counted one in the lock's current life (see undo.lua).
+   * Gives back the hold acquire attempt `attempt` counted, once however often it is sent, and
+   * only if it counted one in the lock's current life (see undo.lua): the engine undoes a grant
+   * whose reply came too late for a thread that may hold the lock besides, and by then that
+   * grant's lease may have ended and the thread taken the lock again. Taken off as `unlock` does;
+   * `'held'` and nothing written when the attempt counted no hold the thread still has.
    */
-  abstract undo(
+  undo(
     redis: RedisClient,
     resource: string,
     owner: string,
     token: string,
     attempt: string,
-    context?: AttemptContext,
-  ): Promise<ReleaseReply>;
+    _context?: AttemptContext,
+  ): Promise<ReleaseReply> {
+    return this.sendUnlock(redis, this.unlockScripts.undo, resource, owner, leaseOf(token), attempt, [
+      attempt,
+    ]);
+  }
+
+  private async sendUnlock(
+    redis: RedisClient,
+    script: UnlockScript,
+    resource: string,
+    owner: string,
+    lease: number,
+    id?: string,
+    last?: readonly string[],
+  ): Promise<ReleaseReply> {
+    const call = this.unlockCall(resource, owner, lease, await publishCommand(redis));
+    return unlockWithLatch(redis, script, resource, call.keys, call.args, id, call.more, last);
+  }
   abstract forceUnlock(redis: RedisClient, resource: string): Promise<boolean>;
   abstract inspect(redis: RedisClient, resource: string): Promise<Inspection>;
   abstract isReleaseMessage(message: string): boolean;

@@ -4,13 +4,12 @@ import {
   type Inspection,
   LuaScript,
   type RedisClient,
-  type ReleaseReply,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
 import deadWaitersLua from '../fair/dead-waiters.lua';
 import turnLua from '../fair/turn.lua';
-import { HashLockProtocol, leaseOf } from '../hash-protocol.js';
+import { HashLockProtocol, type UnlockCall } from '../hash-protocol.js';
 import {
   attemptLatches,
   attemptLatchPrefix,
@@ -20,7 +19,7 @@ import {
   lockChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { type UnlockScript, undoScriptOf, unlockWithLatch } from '../unlock.js';
+import { undoScriptOf } from '../unlock.js';
 import acquireLua from './acquire.lua';
 import forceReleaseLua from './force-release.lua';
 import inspectLua from './inspect.lua';
@@ -74,60 +73,19 @@ export class RLockProtocol extends HashLockProtocol {
     );
   }
 
-  /**
-   * One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease).
-   * The fair queue's keys go only to the rare unlock that leaves the thread a fair lock's kept
-   * turn (see release.lua), with this process's clock, which the fair waiters' deadlines use.
-   */
-  unlock(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    lease: number,
-    requestId?: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, releaseScript, resource, owner, lease, requestId);
-  }
-
-  /** Runs `script`, release.lua or the undo wrapping it, with release.lua's keys and arguments. */
-  private async sendUnlock(
-    redis: RedisClient,
-    script: UnlockScript,
-    resource: string,
-    owner: string,
-    lease: number,
-    id?: string,
-    last?: readonly string[],
-  ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      script,
-      resource,
-      [resource, lockChannel(resource), attemptLatches(resource, owner)],
-      [UNLOCK_MESSAGE, lease, owner, publish],
-      id,
-      () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
-      last,
-    );
-  }
+  protected readonly unlockScripts = { release: releaseScript, undo: undoScript };
 
   /**
-   * Gives back the hold acquire attempt `attempt` counted, once however often it is sent, and
-   * only if it counted one in the lock's current life (see undo.lua): the engine undoes a grant
-   * whose reply came too late for a thread that may hold the lock besides, and by then that
-   * grant's lease may have ended and the thread taken the lock again. Taken off as `unlock`
-   * does (`token`'s lease re-applied while holds remain, the last one waking waiters); `'held'`
-   * and nothing written when the attempt counted no hold the thread still has.
+   * release.lua's keys and arguments. The fair queue's keys go only to the rare unlock that
+   * leaves the thread a fair lock's kept turn (see release.lua), with this process's clock,
+   * which the fair waiters' deadlines use.
    */
-  undo(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    token: string,
-    attempt: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, undoScript, resource, owner, leaseOf(token), attempt, [attempt]);
+  protected unlockCall(resource: string, owner: string, lease: number, publish: string): UnlockCall {
+    return {
+      keys: [resource, lockChannel(resource), attemptLatches(resource, owner)],
+      args: [UNLOCK_MESSAGE, lease, owner, publish],
+      more: () => ({ keys: [fairQueue(resource), fairTimeouts(resource)], args: [Date.now()] }),
+    };
   }
 
   /** Deletes the lock whoever holds it; true when there was one. */

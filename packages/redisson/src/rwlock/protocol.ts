@@ -4,12 +4,11 @@ import {
   type Inspection,
   LuaScript,
   type RedisClient,
-  type ReleaseReply,
   type RenewalItem,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
-import { HashLockProtocol, leaseOf } from '../hash-protocol.js';
+import { HashLockProtocol, type UnlockCall } from '../hash-protocol.js';
 import {
   attemptLatches,
   attemptLatchPrefix,
@@ -20,7 +19,7 @@ import {
   rwChannel,
 } from '../names.js';
 import { publishCommand } from '../publish.js';
-import { type UnlockScript, undoScriptOf, unlockWithLatch } from '../unlock.js';
+import { undoScriptOf } from '../unlock.js';
 import forceReleaseLua from './force-release.lua';
 import readAcquireLua from './read-acquire.lua';
 import readReleaseLua from './read-release.lua';
@@ -132,50 +131,11 @@ export class ReadLockProtocol extends ReadWriteHalf {
     );
   }
 
-  unlock(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    _lease?: number,
-    requestId?: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, readReleaseScript, resource, owner, requestId);
-  }
+  protected readonly unlockScripts = { release: readReleaseScript, undo: readUndoScript };
 
-  /** Runs `script`, read-release.lua or the undo wrapping it, with read-release.lua's keys and arguments. */
-  private async sendUnlock(
-    redis: RedisClient,
-    script: UnlockScript,
-    resource: string,
-    owner: string,
-    id?: string,
-    last?: readonly string[],
-  ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      script,
-      resource,
-      readReleaseKeys(resource, owner),
-      [READ_UNLOCK_MESSAGE, owner, publish],
-      id,
-      undefined,
-      last,
-    );
-  }
-
-  /**
-   * Gives back the read hold acquire attempt `attempt` counted, as `unlock` does, once however
-   * often it is sent, and only if it counted one in the lock's current life (see undo.lua).
-   */
-  undo(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    _token: string,
-    attempt: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, readUndoScript, resource, owner, attempt, [attempt]);
+  /** read-release.lua's keys and arguments; a read unlock re-applies no lease. */
+  protected unlockCall(resource: string, owner: string, _lease: number, publish: string): UnlockCall {
+    return { keys: readReleaseKeys(resource, owner), args: [READ_UNLOCK_MESSAGE, owner, publish] };
   }
 
   override async extendMany(
@@ -224,52 +184,14 @@ export class WriteLockProtocol extends ReadWriteHalf {
     return writerField(owner);
   }
 
-  unlock(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    lease: number,
-    requestId?: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, writeReleaseScript, resource, owner, lease, requestId);
-  }
+  protected readonly unlockScripts = { release: writeReleaseScript, undo: writeUndoScript };
 
-  /** Runs `script`, write-release.lua or the undo wrapping it, with write-release.lua's keys and arguments. */
-  private async sendUnlock(
-    redis: RedisClient,
-    script: UnlockScript,
-    resource: string,
-    owner: string,
-    lease: number,
-    id?: string,
-    last?: readonly string[],
-  ): Promise<ReleaseReply> {
-    const publish = await publishCommand(redis);
-    return unlockWithLatch(
-      redis,
-      script,
-      resource,
-      [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
-      [WRITE_UNLOCK_MESSAGE, lease, writerField(owner), publish],
-      id,
-      undefined,
-      last,
-    );
-  }
-
-  /**
-   * Gives back the write hold acquire attempt `attempt` counted, as `unlock` does (`token`'s
-   * lease re-applied while holds remain), once however often it is sent, and only if it counted
-   * one in the lock's current life (see undo.lua).
-   */
-  undo(
-    redis: RedisClient,
-    resource: string,
-    owner: string,
-    token: string,
-    attempt: string,
-  ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, writeUndoScript, resource, owner, leaseOf(token), attempt, [attempt]);
+  /** write-release.lua's keys and arguments: the writer's field is the owner's with `:write`. */
+  protected unlockCall(resource: string, owner: string, lease: number, publish: string): UnlockCall {
+    return {
+      keys: [resource, rwChannel(resource), attemptLatches(resource, writerField(owner))],
+      args: [WRITE_UNLOCK_MESSAGE, lease, writerField(owner), publish],
+    };
   }
 
   protected owns(field: string): boolean {
