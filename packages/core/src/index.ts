@@ -53,6 +53,7 @@ export {
   ReplicationError,
   UnsafeServerError,
 } from './errors.js';
+export { expiryGuardLua } from './expiry-guard.js';
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';

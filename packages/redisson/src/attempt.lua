@@ -43,11 +43,10 @@
   no attempt in the list counted, so it stays out of the cut, which keeps the newest holds - 1
   attempts beside it: entries of holds given back since (an unlock takes none out) would
   otherwise push it out, and the kept grant would be counted as an ordinary hold.
-  `mayExpire(...)`: whether this user may PEXPIRE every key given (nil ones skipped). Redis
-  keeps what a script wrote before a command the ACL refuses, so an acquire asks first, before
-  any write, and refuses with EXPIRY_REFUSED: a user allowed HINCRBY or LPUSH but not PEXPIRE
-  would otherwise leave the lock hash or a latch list without a TTL, held by nobody. Redis 6
-  has no redis.acl_check_cmd: there such a user must be granted PEXPIRE (README, acquisitions).
+  The acquire scripts also get @lock/core's expiry-guard.lua, prefixed first: `mayExpire(...)`
+  asks, before any write, whether this user may PEXPIRE the lock hash and the latch lists, and
+  they refuse with EXPIRY_REFUSED otherwise (a user allowed HINCRBY or LPUSH but not PEXPIRE
+  would leave them without a TTL, held by nobody).
   `keepAttempts(latches, ttl)`: the list, when there is one, lives at least `ttl` ms more.
   `forgetAttempts(lock, prefix)`: deletes the lists of every field of `lock`, `prefix` being
   redisson_lock_attempt:{name}.
@@ -95,22 +94,6 @@ local function recordAttempt(latches, attempt, fence, holds, ttl)
   end
   keepAttempts(latches, ttl)
 end
-
-local function mayExpire(...)
-  if not redis.acl_check_cmd then
-    return true
-  end
-  for i = 1, select('#', ...) do
-    local key = select(i, ...)
-    if key and not redis.acl_check_cmd('pexpire', key, '1') then
-      return false
-    end
-  end
-  return true
-end
-
-local EXPIRY_REFUSED =
-  'NOPERM this user may not run PEXPIRE on the lock keys, which every lock needs; nothing was written'
 
 local function forgetAttempts(lock, prefix)
   for _, field in ipairs(redis.call('hkeys', lock)) do

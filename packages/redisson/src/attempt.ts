@@ -1,4 +1,10 @@
-import { type AcquireReply, type AttemptContext, LuaScript, type RedisClient } from '@lock/core';
+import {
+  type AcquireReply,
+  type AttemptContext,
+  expiryGuardLua,
+  LuaScript,
+  type RedisClient,
+} from '@lock/core';
 import attemptLua from './attempt.lua';
 import { attemptLatches } from './names.js';
 import { acquireReply } from './replies.js';
@@ -14,7 +20,7 @@ export class AcquireScript {
   private readonly script: LuaScript;
 
   constructor(lua: string) {
-    this.script = new LuaScript(attemptLua + lua);
+    this.script = new LuaScript(expiryGuardLua + attemptLua + lua);
   }
 
   async run(

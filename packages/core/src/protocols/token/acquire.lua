@@ -94,7 +94,7 @@ end
 -- Refused: a caller that will wait joins the queue (first registration fixes its place), so the
 -- release can hand the lock to that one waiter, or name it, in whichever process it waits.
 if lease > 0 then
-  if not (mayExpire(queue) and mayExpire(registrations)) then
+  if not mayExpire(queue, registrations) then
     return redis.error_reply(EXPIRY_REFUSED)
   end
   local time = rcall('time')
