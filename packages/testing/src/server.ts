@@ -39,6 +39,12 @@ export interface Address {
 const readyLine = /Ready to accept connections|Sentinel ID is/;
 const portTaken = /Address already in use/i;
 const killSignals: readonly string[] = ['SIGKILL', 'SIGTERM', 'SIGINT'];
+/**
+ * How long a start that timed out waits for the killed process's exit before rejecting anyway
+ * (a process in uninterruptible sleep outlives SIGKILL); its port and directory are then
+ * released only when it exits.
+ */
+const exitWait = 5_000;
 
 /**
  * A server could not bind its port: `restart()` throws it when something outside this library
@@ -83,8 +89,7 @@ export class RedisServer {
         await server.spawn(binary);
         return server;
       } catch (error) {
-        rmSync(dir, { recursive: true, force: true });
-        releasePort(server.port);
+        server.release();
         if (!(error instanceof PortTakenError) || attempt >= 10) throw error;
       }
     }
@@ -181,12 +186,25 @@ export class RedisServer {
     this.stopped = true;
     this.clients.disconnectAll();
     await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-    releasePort(this.port);
+    this.release();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
+  }
+
+  /**
+   * Removes the directory and releases the port once the process is gone: until then it may
+   * still write there and hold the port, which another server could otherwise be given.
+   */
+  private release(): void {
+    const child = this.child;
+    if (child && this.running) {
+      child.once('exit', () => this.release());
+      return;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+    releasePort(this.port);
   }
 
   /**
@@ -227,15 +245,29 @@ export class RedisServer {
       trackProcess(pid, this.dir);
       child.once('exit', () => untrackProcess(pid));
     }
+    const startTimeout = this.options.startTimeout ?? 10_000;
     await new Promise<void>((resolve, reject) => {
       let output = '';
+      let killed = false;
+      let exitTimer: NodeJS.Timeout | undefined;
+      const notReady = (detail: string) =>
+        new Error(
+          `redis-server on port ${this.port} was not ready within ${startTimeout} ms; ${detail}:\n${output}`,
+        );
+      // Settled by the exit, not here: on a rejection the caller releases the port and removes
+      // the directory, which must wait until the process is gone.
       const timer = setTimeout(() => {
+        killed = true;
         child.kill('SIGKILL');
-        reject(new Error(`redis-server on port ${this.port} did not start in time:\n${output}`));
-      }, this.options.startTimeout ?? 10_000);
+        exitTimer = setTimeout(
+          () => reject(notReady(`killed it, but it had not exited ${exitWait} ms later`)),
+          exitWait,
+        );
+      }, startTimeout);
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
-        if (!readyLine.test(output)) return;
+        // A ready line that comes after the kill is from a process about to die.
+        if (killed || !readyLine.test(output)) return;
         clearTimeout(timer);
         for (const stream of [child.stdout, child.stderr]) stream?.off('data', onData).resume();
         resolve();
@@ -248,7 +280,9 @@ export class RedisServer {
       });
       child.once('exit', (code, signal) => {
         clearTimeout(timer);
-        if (portTaken.test(output)) reject(new PortTakenError(this.port, output));
+        clearTimeout(exitTimer);
+        if (killed) reject(notReady('killed it'));
+        else if (portTaken.test(output)) reject(new PortTakenError(this.port, output));
         else reject(new Error(`redis-server exited (${signal ?? code}) before it was ready:\n${output}`));
       });
     });

@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RedisServerNotFoundError, startRedis, waitFor } from '../src/index.js';
+import { RedisServerNotFoundError, startMasters, startRedis, waitFor } from '../src/index.js';
+import { reservationDir } from '../src/ports.js';
 import { useRedis } from '../src/vitest/index.js';
 import { alive } from './proc.js';
 
@@ -217,3 +219,79 @@ describe('a missing redis-server', () => {
     );
   });
 });
+
+describe('a server that is not ready within its start timeout', () => {
+  let fakes: string | undefined;
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    if (fakes) rmSync(fakes, { recursive: true, force: true });
+    fakes = undefined;
+  });
+
+  /**
+   * A `redis-server` that never prints its ready line: it records its pid (one line per process)
+   * and sleeps, until the harness kills it.
+   */
+  function neverReady(): { pids: () => number[] } {
+    fakes = mkdtempSync(join(tmpdir(), 'lock-testing-fake-'));
+    const pidFile = join(fakes, 'pids');
+    const bin = join(fakes, 'redis-server');
+    writeFileSync(bin, `#!/bin/sh\necho "fake redis-server $*"\necho $$ >> '${pidFile}'\nexec sleep 600\n`, {
+      mode: 0o755,
+    });
+    vi.stubEnv('REDIS_SERVER_BIN', bin);
+    return { pids: () => readFileSync(pidFile, 'utf8').trim().split('\n').map(Number) };
+  }
+
+  // Reaped, not merely dead: only once Node has reaped the process (its 'exit' event) is it
+  // certain to hold nothing, and a zombie found here means the harness did not wait for that.
+  const reaped = (pid: number) => !existsSync(`/proc/${pid}`);
+
+  it('startRedis() rejects only after the killed process exited, then frees its port, naming port and timeout', async () => {
+    const fake = neverReady();
+    const error = await rejection(startRedis({ startTimeout: 1_000 }));
+    const [pid] = fake.pids();
+    expect({ pid, reaped: reaped(pid!) }).toEqual({ pid, reaped: true });
+    expect(error.message).toMatch(
+      /^redis-server on port \d+ was not ready within 1000 ms; killed it:\nfake redis-server /,
+    );
+    const port = /port (\d+)/.exec(error.message)![1]!;
+    expect(error.message).toContain(`--port ${port} `);
+    expect(existsSync(join(reservationDir(), port))).toBe(false);
+  });
+
+  it('startMasters() rejects only after every killed process exited', async () => {
+    const fake = neverReady();
+    const error = await rejection(startMasters(2, { startTimeout: 1_000 }));
+    const pids = fake.pids();
+    expect(pids).toHaveLength(2);
+    expect(pids.filter((pid) => !reaped(pid))).toEqual([]);
+    expect(error.message).toMatch(/^redis-server on port \d+ was not ready within 1000 ms; killed it:/);
+  });
+
+  it('restart() rejects only after the killed process exited, and the server is then not running', async () => {
+    const server = await useRedis({ startTimeout: 3_000 });
+    const fake = neverReady();
+    const error = await rejection(server.restart());
+    const [pid] = fake.pids();
+    expect({ running: server.running, reaped: reaped(pid!) }).toEqual({ running: false, reaped: true });
+    expect(error.message).toMatch(
+      new RegExp(`^redis-server on port ${server.port} was not ready within 3000 ms; killed it:\n`),
+    );
+    // The port stays reserved for the next restart, which works again with the real binary.
+    expect(existsSync(join(reservationDir(), String(server.port)))).toBe(true);
+    vi.unstubAllEnvs();
+    await server.restart();
+    expect(await server.client().ping()).toBe('PONG');
+  });
+});
+
+/** The error `promise` rejects with; fails if it resolves. */
+function rejection(promise: Promise<unknown>): Promise<Error> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection, but the promise resolved');
+    },
+    (error: Error) => error,
+  );
+}
