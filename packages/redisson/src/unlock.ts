@@ -2,8 +2,9 @@ import type { LuaScript, RedisClient, ReleaseReply } from '@lock/core';
 import { latchTimeout, requestId } from './ids.js';
 import { unlockLatch } from './names.js';
 import undoLua from './undo.lua';
+import { WholeScript } from './whole-script.js';
 
-/** A script run with keys and arguments: a `LuaScript`, or an undo, always sent whole (`undoScriptOf`). */
+/** A script run with keys and arguments: a `LuaScript`, or a `WholeScript` (an undo, `undoScriptOf`). */
 export type UnlockScript = Pick<LuaScript, 'run'>;
 
 /** What an unlock script answers, writing nothing, when it needs the keys `more` adds. */
@@ -52,10 +53,9 @@ export async function unlockWithLatch(
 /**
  * The undo script of a hash lock kind (undo.lua): its unlock script `release`, after `prefix`
  * (what that script is prefixed with), wrapped as the function `unlock`, then `tail`, which names
- * where `release` keeps the attempt list and field. Sent as EVAL, never EVALSHA, for the reason
- * the fair lock's undo is (fair/protocol.ts). `prefix` must include attempt.lua.
+ * where `release` keeps the attempt list and field; sent whole, as an undo runs rarely and late
+ * (`WholeScript`). `prefix` must include attempt.lua.
  */
 export function undoScriptOf(prefix: string, release: string, tail: string): UnlockScript {
-  const source = `${prefix}local function unlock()\n${release}\nend\n${undoLua}${tail}`;
-  return { run: (redis, keys, args) => redis.eval(source, keys.length, ...keys, ...args) };
+  return new WholeScript(`${prefix}local function unlock()\n${release}\nend\n${undoLua}${tail}`);
 }

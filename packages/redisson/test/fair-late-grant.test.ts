@@ -35,7 +35,7 @@ describe('a fair-lock waiter whose replies come late keeps its turn', () => {
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       const command = args[0]?.toLowerCase();
       if (command === 'evalsha') scripts.push([source, ...args.slice(1)]);
-      // A script sent whole (the fair lock's undo, or any script the server did not know yet) by its sha.
+      // A script sent whole (the fair lock's undo and give-up, or any script the server did not know yet) by its sha.
       if (command === 'eval') scripts.push([source, sha1(args[1] ?? ''), ...args.slice(2)]);
     });
     slow = createRedisson({

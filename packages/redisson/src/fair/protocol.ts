@@ -20,6 +20,7 @@ import {
 import { checkOptionalMs } from '../options.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
+import { WholeScript } from '../whole-script.js';
 import acquireLua from './acquire.lua';
 import deadWaitersLua from './dead-waiters.lua';
 import forceReleaseLua from './force-release.lua';
@@ -29,14 +30,16 @@ import turnLua from './turn.lua';
 import undoLua from './undo.lua';
 
 const acquireScript = new AcquireScript(deadWaitersLua + turnLua + acquireLua);
-const giveUpScript = new LuaScript(deadWaitersLua + turnLua + giveUpLua);
 /**
- * Sent as EVAL, never EVALSHA: an undo runs only when a reply came too late, on a failing
- * connection, often the first on its server (or since a restart, failover or SCRIPT FLUSH), and
- * a NOSCRIPT answer would cost a second round trip while the grant it gives back is held by
- * nobody. Rare enough that sending its source each time costs nothing that matters.
+ * Sent whole (`WholeScript`): a waiter gives up on an abort or at its deadline, with the caller's
+ * rejection waiting on it, and stays queued ahead of others until it lands.
  */
-const undoSource = attemptLua + deadWaitersLua + turnLua + undoLua;
+const giveUpScript = new WholeScript(deadWaitersLua + turnLua + giveUpLua);
+/**
+ * Sent whole (`WholeScript`): an undo runs only when a reply came too late, on a failing
+ * connection, while the grant it gives back is held by nobody.
+ */
+const undoScript = new WholeScript(attemptLua + deadWaitersLua + turnLua + undoLua);
 const releaseScript = new LuaScript(deadWaitersLua + attemptLua + releaseLua);
 const forceReleaseScript = new LuaScript(deadWaitersLua + attemptLua + forceReleaseLua);
 
@@ -156,11 +159,7 @@ export class FairLockProtocol extends RLockProtocol {
     context?: AttemptContext,
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
-    const keys = freeingKeys(resource, owner);
-    const reply = await redis.eval(
-      undoSource,
-      keys.length,
-      ...keys,
+    const reply = await undoScript.run(redis, freeingKeys(resource, owner), [
       owner,
       attempt,
       context?.queueLease || this.turnGrace,
@@ -168,7 +167,7 @@ export class FairLockProtocol extends RLockProtocol {
       publish,
       UNLOCK_MESSAGE,
       context?.ended ? 1 : 0,
-    );
+    ]);
     if (reply === 1) return 'released';
     return reply === 0 ? 'held' : 'not-owner';
   }
