@@ -9,6 +9,7 @@ import {
   createGate,
   type LockRefusal,
 } from './http/index.js';
+import { declaredParams } from './route-params.js';
 import { sendRefusal } from './send-refusal.js';
 
 declare global {
@@ -143,14 +144,15 @@ function gated(options: ExpressLockOptions, onward: Onward): RequestHandler {
   const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName', onRequest);
-  const gate = createGate(settings, (req: Request) => ({
-    params: req.params,
-    query: req.query,
-    headers: req.headers,
-    body: req.body,
-  }));
+  const gate = createGate(
+    settings,
+    (req: Request) => ({ params: req.params, query: req.query, headers: req.headers, body: req.body }),
+    (req) => declaredParams(req, lockMiddleware),
+  );
 
-  return function lockMiddleware(req, res, next) {
+  return lockMiddleware;
+
+  function lockMiddleware(req: Request, res: Response, next: NextFunction): void {
     const proceed = (held: Lock | undefined): unknown => {
       if (held) (req as unknown as Record<string, unknown>)[property] = held;
       return onward(req, res, next);
@@ -164,5 +166,5 @@ function gated(options: ExpressLockOptions, onward: Onward): RequestHandler {
       if (outcome.kind !== 'refused') return;
       new Promise((resolve) => resolve(handler(req, res, anyway, outcome.refusal))).catch(next);
     }, next);
-  };
+  }
 }

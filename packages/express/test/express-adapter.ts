@@ -13,11 +13,18 @@ export interface ExpressVersion {
   readonly express: typeof express;
   /** Express 5 sends a rejected async handler to `next(err)`; Express 4 needs the handler to do it. */
   readonly forwardsRejections: boolean;
+  /** `/orders` with an optional `id` param: path-to-regexp 8 syntax on Express 5, 0.1 on Express 4. */
+  readonly optionalIdPath: string;
 }
 
 export const expressVersions: readonly ExpressVersion[] = [
-  { name: 'Express 5', express: express5, forwardsRejections: true },
-  { name: 'Express 4', express: express4 as unknown as typeof express5, forwardsRejections: false },
+  { name: 'Express 5', express: express5, forwardsRejections: true, optionalIdPath: '/orders{/:id}' },
+  {
+    name: 'Express 4',
+    express: express4 as unknown as typeof express5,
+    forwardsRejections: false,
+    optionalIdPath: '/orders/:id?',
+  },
 ];
 
 function send(res: Response, body: unknown): void {
@@ -42,9 +49,15 @@ export const answerErrors: ErrorRequestHandler = (error, _req, res, _next) => {
   res.status(error.status ?? 500).json({ code: error.code ?? null });
 };
 
-export function expressAdapter({ name, express, forwardsRejections }: ExpressVersion): HttpLockAdapter {
+export function expressAdapter({
+  name,
+  express,
+  forwardsRejections,
+  optionalIdPath,
+}: ExpressVersion): HttpLockAdapter {
   return {
     name,
+    optionalIdPath,
     lock: (options) => lock(options as unknown as ExpressLockOptions),
     serve(routes) {
       const app = express();

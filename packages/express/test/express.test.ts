@@ -274,6 +274,70 @@ for (const version of expressVersions) {
       expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_PARAMS' });
     });
 
+    it('takes no params from a route that called next() before it: app.use after that route still has none', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const server = await serve((app) => {
+        // Express sets req.route on a match and leaves it there for the layers after the route.
+        app.get(version.optionalIdPath, (_req, _res, next) => next());
+        app.use(lock({ locker, key: 'order:{params.id}', logger }));
+      });
+      const responses = [await request(server).get('/orders/7'), await request(server).get('/orders')];
+      expect(responses.map((r) => [r.status, r.body.code])).toEqual([
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+      ]);
+      expect(logger.warn.mock.calls.map(([warning]) => warning.code)).toEqual(['ERR_LOCK_HTTP_NO_PARAMS']);
+    });
+
+    it("reads the route's path only for a param placeholder that finds no value", async () => {
+      let pathReads = 0;
+      const server = await serve((app) => {
+        const route = app
+          .route(version.optionalIdPath)
+          .get(lock({ locker, key: 'order:{params.id}' }), (req, res) => {
+            res.json({ key: req.lock?.key });
+          });
+        const { path } = route;
+        Object.defineProperty(route, 'path', {
+          get: () => {
+            pathReads += 1;
+            return path;
+          },
+        });
+      });
+      const responses = [await request(server).get('/orders/7'), await request(server).get('/orders/8')];
+      expect(responses.map((r) => [r.status, r.body])).toEqual([
+        [200, { key: 'order:7' }],
+        [200, { key: 'order:8' }],
+      ]);
+      expect(pathReads).toBe(0);
+    });
+
+    it("tells a left-out optional param of a router's route from one it lacks, with the parent's params merged", async () => {
+      const server = await serve((app) => {
+        const router = version.express.Router({ mergeParams: true });
+        router.get(
+          version.optionalIdPath,
+          lock({ locker, key: '{params.shop}/order:{params.id}' }),
+          (req, res) => {
+            res.json({ key: req.lock?.key });
+          },
+        );
+        router.get('/carts', lock({ locker, key: 'cart:{params.id}' }), (_req, res) => {
+          res.json({ ok: true });
+        });
+        app.use('/shops/:shop', router);
+      });
+      const responses = await Promise.all(
+        ['/shops/a/orders', '/shops/a/orders/7', '/shops/a/carts'].map((url) => request(server).get(url)),
+      );
+      expect(responses.map((r) => [r.status, r.body])).toEqual([
+        [400, { code: 'ERR_LOCK_HTTP_MISSING_VALUE' }],
+        [200, { key: 'a/order:7' }],
+        [500, { code: 'ERR_LOCK_HTTP_MISSING_PARAM' }],
+      ]);
+    });
+
     it('reads the parsed body, and warns once when no body parser ran', async () => {
       const logger = { warn: vi.fn(), error: vi.fn() };
       const options = { locker, key: 'pay:{body.order.id}', logger };
@@ -301,3 +365,24 @@ for (const version of expressVersions) {
     });
   });
 }
+
+describe('Express 4: a route path read by path-to-regexp 0.1', () => {
+  const express4 = expressVersions.find((version) => version.name === 'Express 4')!.express;
+  let locker!: Locker;
+  const track = useLockFixture((fixture) => {
+    ({ locker } = fixture);
+  });
+
+  it('takes a name after a wildcard for the text it is there, not for a param the route declares', async () => {
+    const app = express4();
+    // `*` is a wildcard of its own (req.params[0]) and `name` literal text, unlike `*name` on Express 5.
+    app.get('/files/*name', lock({ locker, key: 'file:{params.name}' }), (_req, res) => {
+      res.json({ ok: true });
+    });
+    app.use(answerErrors);
+    const server = await listen(http.createServer(app));
+    track(server);
+    const response = await request(server).get('/files/x/name');
+    expect([response.status, response.body.code]).toEqual([500, 'ERR_LOCK_HTTP_MISSING_PARAM']);
+  });
+});

@@ -1,6 +1,6 @@
 import { createLocker, legacyProtocol, RETRY_AFTER_UNKNOWN, retryAfterSeconds } from '@lock/core';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checkCommonOptions } from '../src/http/index.js';
 import { parseKeyTemplate, renderKey } from '../src/http/key-template.js';
 
@@ -91,6 +91,23 @@ describe('key templates', () => {
   ])('refuses the query %j with %s (%i)', (sources, code, status) => {
     expect(() => renderKey(parseKeyTemplate('order:{query.id}'), sources)).toThrow(
       expect.objectContaining({ name: 'RequestKeyError', code, status, statusCode: status, expose: true }),
+    );
+  });
+
+  it('answers 400 for a param the route declares and the request left out, asking for the declared names only then', () => {
+    const template = parseKeyTemplate('order:{params.shop}:{params.id}');
+    const declared = vi.fn(() => ['shop', 'id']);
+    expect(renderKey(template, { params: { shop: 'a', id: '7' } }, declared)).toBe('order:a:7');
+    expect(declared).not.toHaveBeenCalled();
+    expect(() => renderKey(template, { params: { shop: 'a' } }, declared)).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_VALUE', status: 400 }),
+    );
+    // Own, though undefined: declared without asking (Express 4).
+    expect(() => renderKey(template, { params: { shop: 'a', id: undefined } })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_VALUE', status: 400 }),
+    );
+    expect(() => renderKey(template, { params: { shop: 'a' } }, () => ['shop'])).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_MISSING_PARAM', status: 500 }),
     );
   });
 

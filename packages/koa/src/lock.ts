@@ -7,7 +7,8 @@ import {
   createGate,
   type LockRefusal,
 } from '@lock/express/http';
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
+import { declaredParams } from './route-params.js';
 import { cutUnlessTakenOver, refuse, sendRefusal } from './send-refusal.js';
 
 /** `ctx.state` under the default `stateKey`: `new Router<LockState>()` types `ctx.state.lock`. */
@@ -43,14 +44,20 @@ export function lock(options: KoaLockOptions): Middleware {
   const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const stateKey = checkPropertyName(options.stateKey ?? 'lock', 'stateKey');
-  const gate = createGate(settings, (ctx: Context) => ({
-    params: (ctx as { params?: unknown }).params,
-    query: ctx.query,
-    headers: ctx.headers,
-    body: (ctx.request as { body?: unknown }).body,
-  }));
+  const gate = createGate(
+    settings,
+    (ctx: Context) => ({
+      params: (ctx as { params?: unknown }).params,
+      query: ctx.query,
+      headers: ctx.headers,
+      body: (ctx.request as { body?: unknown }).body,
+    }),
+    (ctx) => declaredParams(ctx, lockMiddleware),
+  );
 
-  return async function lockMiddleware(ctx, next) {
+  return lockMiddleware;
+
+  async function lockMiddleware(ctx: Context, next: Next): Promise<void> {
     let downstream: Promise<unknown> | undefined;
     // Returning `downstream` keeps the lock until the handler has settled, even when the client
     // aborts first: the response closing alone must not let a second request in while it runs.
@@ -69,7 +76,7 @@ export function lock(options: KoaLockOptions): Middleware {
     );
     if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal);
     await downstream;
-  };
+  }
 }
 
 /**

@@ -63,6 +63,8 @@ const flushHeaders: Middleware = async (ctx, next) => {
 export function koaAdapter({ name, Koa }: KoaVersion): HttpLockAdapter & H2LockAdapter {
   return {
     name,
+    // @koa/router reads paths with path-to-regexp 8 under Koa 2 and 3.
+    optionalIdPath: '/orders{/:id}',
     lock: (options) => lock(options as unknown as KoaLockOptions),
     serve: (routes) => serveApp(appFor(Koa, routes)),
     listener: (routes) => appFor(Koa, routes).callback(),

@@ -5,6 +5,7 @@ import type { Lock, Locker } from '@lock/core';
 import type { RedisServer } from '@lock/testing';
 import { waitFor } from '@lock/testing';
 import type Koa3 from 'koa';
+import type { Middleware } from 'koa';
 import request from 'supertest';
 import { describe, expect, it, vi } from 'vitest';
 import { useLockFixture } from '../../express/test/support/fixture.js';
@@ -335,6 +336,72 @@ for (const version of koaVersions) {
       ]);
       expect(logger.warn).toHaveBeenCalledTimes(1);
       expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_PARAMS' });
+    });
+
+    it('takes no declared params from a route that called next() before it: app.use after the router is not that route', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const server = await serve((app) => {
+        app.use(answerErrors);
+        const orders = new Router();
+        // @koa/router leaves ctx.routerPath and ctx.matched set for the middleware after it.
+        orders.get('/orders{/:id}', (_ctx, next) => next());
+        app.use(orders.routes());
+        app.use(lock({ locker, key: 'order:{params.id}', logger }));
+      });
+      const response = await request(server).get('/orders');
+      expect([response.status, response.body.code]).toEqual([500, 'ERR_LOCK_HTTP_MISSING_PARAM']);
+      expect(logger.warn.mock.calls.map(([warning]) => warning.code)).toEqual(['ERR_LOCK_HTTP_NO_PARAMS']);
+    });
+
+    it('reads the matched routes only for a param placeholder that finds no value', async () => {
+      let matchedReads = 0;
+      const server = await serve((_app, router) => {
+        const countReads: Middleware = (ctx, next) => {
+          const { matched } = ctx as { matched?: unknown };
+          Object.defineProperty(ctx, 'matched', {
+            get: () => {
+              matchedReads += 1;
+              return matched;
+            },
+          });
+          return next();
+        };
+        router.get('/orders{/:id}', countReads, lock({ locker, key: 'order:{params.id}' }), (ctx) => {
+          ctx.body = { key: ctx.state.lock?.key };
+        });
+      });
+      const responses = [await request(server).get('/orders/7'), await request(server).get('/orders/8')];
+      expect(responses.map((r) => [r.status, r.body])).toEqual([
+        [200, { key: 'order:7' }],
+        [200, { key: 'order:8' }],
+      ]);
+      expect(matchedReads).toBe(0);
+    });
+
+    it("tells a left-out optional param of a nested router's route from one it lacks, by the running route alone", async () => {
+      const server = await serve((app, router) => {
+        app.use(answerErrors);
+        const shop = new Router();
+        shop.get('/orders{/:id}', lock({ locker, key: '{params.shop}/order:{params.id}' }), (ctx) => {
+          ctx.body = { key: ctx.state.lock?.key };
+        });
+        shop.get('/carts{/:id}', lock({ locker, key: 'cart:{params.cartId}' }), (ctx) => {
+          ctx.body = { ok: true };
+        });
+        // Matches the GET's path too, so it is in ctx.matched: its param is not the GET route's.
+        shop.post('/carts/:cartId', (ctx) => {
+          ctx.body = { ok: true };
+        });
+        router.use('/shops/:shop', shop.routes());
+      });
+      const responses = await Promise.all(
+        ['/shops/a/orders', '/shops/a/orders/7', '/shops/a/carts/1'].map((url) => request(server).get(url)),
+      );
+      expect(responses.map((r) => [r.status, r.body])).toEqual([
+        [400, { code: 'ERR_LOCK_HTTP_MISSING_VALUE' }],
+        [200, { key: 'a/order:7' }],
+        [500, { code: 'ERR_LOCK_HTTP_MISSING_PARAM' }],
+      ]);
     });
 
     it("reads ctx.request.body, and answers Koa's own error handling with the key error's status", async () => {

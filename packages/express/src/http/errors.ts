@@ -13,11 +13,11 @@ export class KeyTemplateError extends LockError {
 
 /** Why a request has no usable lock key; each code comes with its own HTTP status. */
 export type RequestKeyCode =
-  /** A query, header or body value named by the template is absent or empty: 400. */
+  /** A query, header or body value, or an optional route param, named by the template is absent or empty: 400. */
   | 'ERR_LOCK_HTTP_MISSING_VALUE'
   /** A client-supplied value is not a single string or number, or makes a key the locker refuses: 400. */
   | 'ERR_LOCK_HTTP_BAD_VALUE'
-  /** A route param named by the template is absent: the middleware is mounted on the wrong route, 500. */
+  /** The route does not declare a param named by the template: the middleware is mounted on the wrong route, 500. */
   | 'ERR_LOCK_HTTP_MISSING_PARAM'
   /** The `key` function returned something other than a non-empty string, or a key the locker refuses: 500. */
   | 'ERR_LOCK_HTTP_BAD_KEY';

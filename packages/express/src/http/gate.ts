@@ -43,10 +43,21 @@ const PROCEEDED: GateOutcome = { kind: 'proceeded' };
 const GONE: GateOutcome = { kind: 'gone' };
 const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
 
-/** The framework-neutral core of both middlewares: skip, key, lock for the response, map the errors. */
-export function createGate<C>(settings: LockSettings<C>, sourcesOf: (context: C) => KeySources): Gate<C> {
+/**
+ * The framework-neutral core of both middlewares: skip, key, lock for the response, map the
+ * errors. `sourcesOf` runs on every request: hand over what the framework has, copy nothing.
+ * `declaredParamsOf` gives the params the route running the middleware declares, for a framework
+ * that leaves an optional param the request left out off `params`; it is asked only when a params
+ * placeholder finds no own property of `params` (or `params` has none), to answer 400 rather than
+ * 500. Default: none beyond the own properties of `params`.
+ */
+export function createGate<C>(
+  settings: LockSettings<C>,
+  sourcesOf: (context: C) => KeySources,
+  declaredParamsOf: (context: C) => readonly string[] = () => [],
+): Gate<C> {
   const warnings = new WarnOnce(settings.logger);
-  const resolveKey = keyOf(settings, sourcesOf, warnings);
+  const resolveKey = keyOf(settings, sourcesOf, declaredParamsOf, warnings);
   const ended = (error: unknown, key: string) =>
     tell(
       settings.logger,

@@ -27,7 +27,11 @@ export interface KeyTemplate {
   readonly escape: (value: string) => string;
 }
 
-/** The values of one request that placeholders read. */
+/**
+ * The values of one request that placeholders read. A param that is an own property of `params`,
+ * whatever its value, is one the matched route declares (Express 4 keeps an optional param the
+ * request left out as `undefined`): a placeholder finding no value there is the client's 400.
+ */
 export type KeySources = { readonly [S in KeySource]?: unknown };
 
 /**
@@ -92,30 +96,46 @@ function placeholder(template: string, text: string): KeyPlaceholder {
 }
 
 /**
+ * The names of the params the route running the middleware declares, for a framework that leaves
+ * an optional param the request left out off `params` (Express 5, @koa/router). Called only when
+ * a params placeholder finds no own property: never on a request that has its values.
+ */
+export type DeclaredParams = () => readonly string[];
+
+const NONE_DECLARED: DeclaredParams = () => [];
+
+/**
  * The key for one request, each value escaped. A value that is absent or empty, or is not a
  * single string, number, bigint or boolean, is refused with a `RequestKeyError`: the request is
  * answered without a lock rather than locking `order:undefined`.
  */
-export function renderKey(template: KeyTemplate, sources: KeySources): string {
+export function renderKey(
+  template: KeyTemplate,
+  sources: KeySources,
+  declaredParams: DeclaredParams = NONE_DECLARED,
+): string {
   let key = '';
   for (const part of template.parts) {
-    key += typeof part === 'string' ? part : template.escape(placeholderValue(part, sources));
+    key += typeof part === 'string' ? part : template.escape(placeholderValue(part, sources, declaredParams));
   }
   return key;
 }
 
-function placeholderValue(placeholder: KeyPlaceholder, sources: KeySources): string {
+function placeholderValue(
+  placeholder: KeyPlaceholder,
+  sources: KeySources,
+  declaredParams: DeclaredParams,
+): string {
   let value: unknown = sources[placeholder.source];
+  let found = true;
   for (const name of placeholder.path) {
     // Own properties only: `{query.constructor}` must not find Object.prototype.constructor.
-    value =
-      typeof value === 'object' && value !== null && Object.hasOwn(value, name)
-        ? (value as Record<string, unknown>)[name]
-        : undefined;
+    found = typeof value === 'object' && value !== null && Object.hasOwn(value, name);
+    value = found ? (value as Record<string, unknown>)[name] : undefined;
   }
   const isParam = placeholder.source === 'params';
   if (value === undefined || value === null || value === '') {
-    throw isParam
+    throw isParam && !found && !declaredParams().includes(placeholder.path[0]!)
       ? new RequestKeyError(
           'ERR_LOCK_HTTP_MISSING_PARAM',
           `the route has no param "${placeholder.path[0]}" for {${placeholder.text}} in the lock key: mount the middleware on a route that declares it`,

@@ -1,5 +1,5 @@
 import { RequestKeyError } from './errors.js';
-import { type KeySources, type KeyTemplate, renderKey } from './key-template.js';
+import { type DeclaredParams, type KeySources, type KeyTemplate, renderKey } from './key-template.js';
 import type { LockSettings } from './options.js';
 import type { WarnOnce } from './warnings.js';
 
@@ -31,10 +31,14 @@ export function refusedKeyError<C>(key: LockSettings<C>['key'], error: unknown):
 /** Turns a request into its lock key, or throws `RequestKeyError`. */
 export type KeyOf<C> = (context: C) => Promise<string>;
 
-/** The key resolver of one middleware: its template rendered over `sourcesOf(context)`, or its key function. */
+/**
+ * The key resolver of one middleware: its template rendered over `sourcesOf(context)`, or its key
+ * function. `declaredParamsOf` is asked only for a params placeholder that finds no value.
+ */
 export function keyOf<C>(
   settings: LockSettings<C>,
   sourcesOf: (context: C) => KeySources,
+  declaredParamsOf: (context: C) => readonly string[],
   warnings: WarnOnce,
 ): KeyOf<C> {
   const { key } = settings;
@@ -52,18 +56,25 @@ export function keyOf<C>(
   }
   return async (context) => {
     const sources = sourcesOf(context);
-    checkSources(key, sources, settings.validate, warnings);
-    return renderKey(key, sources);
+    const declaredParams = () => declaredParamsOf(context);
+    checkSources(key, sources, declaredParams, settings.validate, warnings);
+    return renderKey(key, sources, declaredParams);
   };
 }
 
 function checkSources(
   template: KeyTemplate,
   sources: KeySources,
+  declaredParams: DeclaredParams,
   validate: LockSettings<unknown>['validate'],
   warnings: WarnOnce,
 ): void {
-  if (validate.params && template.sources.has('params') && !hasEntries(sources.params)) {
+  if (
+    validate.params &&
+    template.sources.has('params') &&
+    !hasEntries(sources.params) &&
+    declaredParams().length === 0
+  ) {
     warnings.warn(
       'ERR_LOCK_HTTP_NO_PARAMS',
       `the lock key ${JSON.stringify(template.template)} reads route params, but the request has none: the middleware is mounted where routes are not matched yet (app.use / router.use). Pass it to the route itself: app.post('/orders/:id', lock(...), handler)`,

@@ -25,6 +25,8 @@ export interface TestRoute {
 /** What the shared suite needs from one framework version. */
 export interface HttpLockAdapter {
   readonly name: string;
+  /** The route path `/orders` with an optional param `id` after it, in the framework's syntax. */
+  readonly optionalIdPath: string;
   /** The adapter's `lock()` (creation errors are thrown from it). */
   lock(options: Record<string, unknown>): unknown;
   /**
@@ -463,6 +465,38 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       const found = await request(server).get('/tenant').set('X-Tenant', 'acme');
       expect(found.status).toBe(200);
       expect(acquires.map((a) => a.key)).toEqual(['t:acme']);
+    });
+
+    it('answers 400 when a request leaves out an optional param the route declares, and 500 for one it does not declare, without asking Redis', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const server = await serve(
+        {
+          path: adapter.optionalIdPath,
+          options: { locker, key: 'order:{params.id}', logger },
+          handle: async (lock) => ({ key: lock?.key }),
+        },
+        {
+          path: adapter.optionalIdPath.replace('/orders', '/carts'),
+          options: { locker, key: 'cart:{params.cartId}', logger },
+          handle: async () => ({ ok: true }),
+        },
+      );
+      const omitted = [await request(server).get('/orders'), await request(server).get('/orders/')];
+      const undeclared = [await request(server).get('/carts'), await request(server).get('/carts/1')];
+      expect([...omitted, ...undeclared].map((r) => [r.status, r.body.code])).toEqual([
+        [400, 'ERR_LOCK_HTTP_MISSING_VALUE'],
+        [400, 'ERR_LOCK_HTTP_MISSING_VALUE'],
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+        [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
+      ]);
+      expect(acquires).toHaveLength(0);
+      // The route is matched: the warning about a middleware mounted before routing would mislead.
+      expect(logger.warn.mock.calls.map(([warning]) => warning.code)).not.toContain(
+        'ERR_LOCK_HTTP_NO_PARAMS',
+      );
+      const given = await request(server).get('/orders/7');
+      expect([given.status, given.body]).toEqual([200, { key: 'order:7' }]);
+      expect(acquires.map((a) => a.key)).toEqual(['order:7']);
     });
 
     it('passes a failing key function or skip to the error handling', async () => {
