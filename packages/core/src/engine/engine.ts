@@ -437,9 +437,10 @@ class Engine implements Locker {
    * `LockUnavailableError` and may be retried (with the same `id`); the hold is no longer renewed
    * meanwhile (when it was the last handle), so the lock ends by its lease at the latest.
    */
-  release(hold: Hold, id: string): Promise<ReleaseReply> {
+  release(hold: Hold, id: string, renews = false): Promise<ReleaseReply> {
     hold.handles -= 1;
-    if (hold.handles === 0) hold.renew = false;
+    if (renews) hold.stopRenewal();
+    if (hold.handles === 0) hold.renewers = 0;
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
     const calledAt = this.clock();
@@ -939,7 +940,7 @@ class Engine implements Locker {
       hold = existing;
       hold.handles += 1;
       hold.token = reply.token;
-      hold.renew ||= request.renew;
+      if (request.renew) hold.renewers += 1;
       hold.ttl = Math.max(hold.ttl, request.ttl);
       // The deadline the server honours now: a format may shorten the lease on re-entry.
       hold.validUntil = sentAt + reply.validity;
@@ -977,7 +978,7 @@ class Engine implements Locker {
       attempts,
       handoff,
     }));
-    return new LockHandle(this, hold, reply.fence, reply.holds);
+    return new LockHandle(this, hold, reply.fence, reply.holds, request.renew);
   }
 
   /**

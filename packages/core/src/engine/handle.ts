@@ -13,8 +13,11 @@ export interface HoldOwner {
   extend(hold: Hold, ttl: number | undefined): Promise<void>;
   /** A new release id: unique across processes, 32 hex digits (the form of Redisson's request ids). */
   releaseId(): string;
-  /** Gives up one handle of `hold`; `id` names this handle's release, the same on every retry. */
-  release(hold: Hold, id: string): Promise<ReleaseReply>;
+  /**
+   * Gives up one handle of `hold`; `id` names this handle's release, the same on every retry.
+   * `renews`: the handle asked for renewal, and this is its first release call.
+   */
+  release(hold: Hold, id: string, renews: boolean): Promise<ReleaseReply>;
 }
 
 /** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
@@ -29,6 +32,8 @@ export class LockHandle implements Lock {
     readonly hold: Hold,
     readonly fence: number,
     readonly holds: number,
+    /** It asked for renewal, and its release has not been called yet. */
+    private renews: boolean,
   ) {}
 
   get key(): string {
@@ -78,7 +83,8 @@ export class LockHandle implements Lock {
   release(): Promise<ReleaseReply> {
     if (!this.releasing) {
       this.releaseId ??= this.engine.releaseId();
-      const releasing = this.engine.release(this.hold, this.releaseId);
+      const releasing = this.engine.release(this.hold, this.releaseId, this.renews);
+      this.renews = false;
       this.releasing = releasing;
       releasing.catch(() => {
         if (this.releasing === releasing) this.releasing = undefined;

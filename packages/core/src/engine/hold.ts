@@ -17,6 +17,11 @@ export class Hold {
   private tail: Promise<void> | undefined;
   /** Handles not yet released. */
   handles = 1;
+  /**
+   * Handles not yet released that asked for renewal. A re-entry that asked for it renews the
+   * hold only while it is held: the outer acquisition's fixed lease holds again after it.
+   */
+  renewers: number;
   /** When the last renewal (or the acquisition) was sent; the next renewal is due ttl/3 later. */
   renewedAt: number;
   renewing = false;
@@ -44,14 +49,25 @@ export class Hold {
     public token: string,
     /** Lease applied on every renewal, in ms. */
     public ttl: number,
-    /** Whether the watchdog renews this hold. */
-    public renew: boolean,
+    /** Whether the acquisition that made it asked for renewal. */
+    renew: boolean,
     /** Monotonic deadline until which the lock is certainly held. */
     public validUntil: number,
     sentAt: number,
     readonly acquiredAt: number,
   ) {
     this.renewedAt = sentAt;
+    this.renewers = renew ? 1 : 0;
+  }
+
+  /** Whether the watchdog renews this hold. */
+  get renew(): boolean {
+    return this.renewers > 0;
+  }
+
+  /** A handle that asked for renewal was released. */
+  stopRenewal(): void {
+    if (this.renewers > 0) this.renewers -= 1;
   }
 
   /** Aborted with the `LockLostError` once the hold is lost. */

@@ -49,6 +49,26 @@ describe('the watchdog', () => {
     await locker.close();
   });
 
+  it('renews a fixed-lease hold only while a re-entry that asked for renewal holds it', async () => {
+    const redis = server.client();
+    const locker = createLocker({ redis, ttl: 300 });
+    const outcome = await locker.using('fixed', { ttl: 300, rejectOnLoss: false }, async (outer) => {
+      // Nested without a ttl: renewed, at the locker's ttl (a third of it apart).
+      const inner = await locker.acquire('fixed');
+      expect(inner.holds).toBe(2);
+      await renewalsSeen(2, 'fixed');
+      await inner.release();
+      // The outer acquisition asked for a fixed lease: it ends, unless the watchdog still renews.
+      const ended = new Promise((resolve) =>
+        outer.signal.addEventListener('abort', () => resolve(outer.signal.reason), { once: true }),
+      );
+      return Promise.race([ended, renewalsSeen(2, 'fixed').then(() => 'renewed after the re-entry')]);
+    });
+    expect(outcome).toMatchObject({ reason: 'expired' });
+    expect(await redis.exists('{lock:fixed}')).toBe(0);
+    await locker.close();
+  });
+
   it('leaves nothing that keeps a process alive after close()', async () => {
     const { spawn } = await import('node:child_process');
     const { fileURLToPath } = await import('node:url');
