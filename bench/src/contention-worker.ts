@@ -5,7 +5,7 @@
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { countRoundTrips, roundTripsSent } from './measure/round-trips.js';
-import { hostNow } from './measure/stats.js';
+import { cpuMsSince, hostNow } from './measure/stats.js';
 import { runWaiters, type WaiterPlan } from './scenarios/contention.js';
 import type { WorkerReport } from './scenarios/contention-runs.js';
 import { makeSubject, type SubjectKind } from './subjects.js';
@@ -30,12 +30,14 @@ lines.close();
 
 const sentBefore = roundTripsSent();
 const started = hostNow();
+const cpu = process.cpuUsage();
 const holds = await runWaiters(subject, args.plan, hostNow);
 const report: WorkerReport = {
   holds,
   roundTrips: roundTripsSent() - sentBefore,
   started,
   finished: hostNow(),
+  cpuMs: cpuMsSince(cpu),
 };
 process.stdout.write(`${JSON.stringify(report)}\n`);
 await subject.close();

@@ -19,3 +19,9 @@ export function sleep(ms: number): Promise<void> {
 export function hostNow(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
+
+/** CPU time (user + system) this process spent since `start` (a `process.cpuUsage()`), in ms. */
+export function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const { user, system } = process.cpuUsage(start);
+  return (user + system) / 1000;
+}

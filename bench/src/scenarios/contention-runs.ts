@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { type Counted, counted } from '../measure/counted.js';
-import { hostNow } from '../measure/stats.js';
+import { cpuMsSince, hostNow } from '../measure/stats.js';
 import type { Subject, SubjectKind } from '../subjects.js';
 import { type ContentionSlice, type Hold, runWaiters, type WaiterPlan } from './contention.js';
 
@@ -44,8 +44,9 @@ export function contentionInProcess(
   const plan = planFor(`bench:contended:${subject.name}`, shape, localWaiters(shape));
   return counted(servers, async () => {
     const start = hostNow();
+    const cpu = process.cpuUsage();
     const holds = await runWaiters(subject, plan, hostNow);
-    return { holds, wallMs: hostNow() - start };
+    return { holds, wallMs: hostNow() - start, cpuMs: cpuMsSince(cpu) };
   });
 }
 
@@ -71,6 +72,7 @@ export async function contentionAcrossProcesses(
     result: {
       holds: reports.flatMap((report) => report.holds),
       wallMs: Math.max(...reports.map((r) => r.finished)) - Math.min(...reports.map((r) => r.started)),
+      cpuMs: reports.reduce((total, report) => total + report.cpuMs, 0),
     },
     commands: run.commands,
     // The workers count their own connections' commands; this process sent none of them.
@@ -85,6 +87,8 @@ export interface WorkerReport {
   /** Host-monotonic ms when its waiters started and when the last one stopped (process start-up and exit excluded). */
   readonly started: number;
   readonly finished: number;
+  /** CPU time (user + system) the process spent running its waiters, in ms. */
+  readonly cpuMs: number;
 }
 
 interface Worker {

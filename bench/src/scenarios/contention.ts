@@ -27,6 +27,8 @@ export interface ContentionResult {
   readonly commandsPerAcquisition: number;
   /** Commands the clients sent per acquisition. */
   readonly roundTripsPerAcquisition: number;
+  /** CPU time (user + system) of the clients' processes per acquisition, in ms, summed over processes. */
+  readonly clientCpuPerAcquisition: number;
   /** Fewest / most acquisitions of any waiter. */
   readonly fairness: number;
   /** From a holder deciding to release to the next holder having the lock, in ms. */
@@ -60,6 +62,8 @@ export async function runWaiters(subject: Subject, plan: WaiterPlan, now: () => 
 export interface ContentionSlice {
   readonly holds: readonly Hold[];
   readonly wallMs: number;
+  /** CPU time (user + system) the clients' processes spent meanwhile, in ms. */
+  readonly cpuMs: number;
 }
 
 /** The contention figures of a run made of one or more slices, given the waiters' ids. */
@@ -89,6 +93,7 @@ export function analyse(
     utilization: sum(holds.map((hold) => hold.releasing - hold.acquired)) / wallMs,
     commandsPerAcquisition: commands / holds.length,
     roundTripsPerAcquisition: roundTrips / holds.length,
+    clientCpuPerAcquisition: sum(slices.map((slice) => slice.result.cpuMs)) / holds.length,
     fairness: most === 0 ? 0 : Math.min(...perWaiter) / most,
     handoffP50: percentile(gaps, 50),
     handoffP99: percentile(gaps, 99),
