@@ -434,13 +434,13 @@ class Engine implements Locker {
 
   /**
    * Gives up one handle's hold. A release Redis did not answer rejects with
-   * `LockUnavailableError` and may be retried (with the same `id`); the hold is no longer renewed
-   * meanwhile (when it was the last handle), so the lock ends by its lease at the latest.
+   * `LockUnavailableError` and may be retried (with the same `id`); the handle no longer keeps
+   * the hold renewed meanwhile (`renews`: it asked for renewal, and this is its first release
+   * call), so with no other renewing handle the lock ends by its lease at the latest.
    */
-  release(hold: Hold, id: string, renews = false): Promise<ReleaseReply> {
+  release(hold: Hold, id: string, renews: boolean): Promise<ReleaseReply> {
     hold.handles -= 1;
-    if (renews) hold.stopRenewal();
-    if (hold.handles === 0) hold.renewers = 0;
+    if (renews) hold.renewers -= 1;
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
     const calledAt = this.clock();

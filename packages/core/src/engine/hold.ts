@@ -65,10 +65,6 @@ export class Hold {
     return this.renewers > 0;
   }
 
-  /** A handle that asked for renewal was released. */
-  stopRenewal(): void {
-    if (this.renewers > 0) this.renewers -= 1;
-  }
 
   /** Aborted with the `LockLostError` once the hold is lost. */
   get signal(): AbortSignal {
