@@ -28,7 +28,15 @@ describe('holds never unlocked', () => {
     await waitFor('every hold forgotten once its lease ran out', async () => kept(client) === 0, {
       timeout: 5_000,
     });
-    expect(await setup.redis.keys('dedupe:*')).toEqual([]);
+    // The client forgets a hold at the end of its validity, which is a drift margin short of the
+    // lease Redis keeps: the keys go by their TTL a few ms later.
+    await waitFor(
+      'the keys gone by their TTL',
+      async () => (await setup.redis.keys('dedupe:*')).length === 0,
+      {
+        timeout: 1_000,
+      },
+    );
     await expect(client.unlock('lock', 'dedupe:1', 1)).rejects.toThrow(/not held/);
   });
 
