@@ -70,6 +70,13 @@ export interface AttemptContext {
    * waiter, which tries again).
    */
   readonly grantLease?: number;
+  /**
+   * The inbox of the caller's release listener (see `LockProtocol.inbox`): a format that queues
+   * this caller registers it, so that a release publishes what it has for this caller there, not
+   * on the lock's channel where every process waiting for the lock would wake for it. Set by a
+   * backend on plain pub/sub, once the inbox is subscribed. Default: none (the lock's channel).
+   */
+  readonly inbox?: string;
   /** An earlier attempt of this call was refused, so it may be queued: a grant takes it out. Default: false. */
   readonly queued?: boolean;
   /**
@@ -154,6 +161,16 @@ export interface LockProtocol {
   lockKey?(resource: string): string;
   /** Channel on which a release of `resource` is published, for `waiter` (fair locks address one waiter). */
   channel(resource: string, waiter: string): string;
+  /**
+   * The name of a release listener's inbox, a channel only that listener subscribes to, for a
+   * format whose release publishes a message meant for one queued waiter to the inbox the waiter
+   * registered (`AttemptContext.inbox`), framed as `<UTF-8 bytes of channel>:<channel><message>`
+   * with the `channel()` it stands for. `resource` is the first one the listener waited for and
+   * `id` a random one of the listener's: a name under the resource's keys lets the ACL channel
+   * pattern of the lock keys cover it. Used on plain pub/sub only. Optional: without it every
+   * message is published on `channel()`.
+   */
+  inbox?(resource: string, id: string): string;
   /**
    * One atomic attempt: take the lock (or re-enter it as `owner`) with a `ttl`, else report the
    * holder's remaining ms. The engine always passes `context`; direct callers may omit it.

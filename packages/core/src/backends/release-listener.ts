@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { detached } from '../engine/detached.js';
 import { checkMs } from '../engine/options.js';
@@ -7,6 +8,11 @@ import { isCluster } from '../topology.js';
 
 /** How long a channel stays subscribed after its last listener left, so contention does not churn subscriptions. */
 const LINGER_MS = 5_000;
+/**
+ * How long a listen waits for the inbox's first SUBSCRIBE: a connection that never answers (half
+ * open, refused by `maxclients`) must not hold every wait's subscription, and its end, with it.
+ */
+const INBOX_WAIT_MS = 1_000;
 
 /** Called with each message published on a channel. */
 export type MessageListener = (message: string) => void;
@@ -17,18 +23,39 @@ interface Channel {
   linger: NodeJS.Timeout | undefined;
 }
 
+/** A channel only this listener subscribes to, on which releases tell one of its waiters (see `inbox`). */
+interface Inbox {
+  readonly name: string;
+  /** Its own subscriber connection: its refusal or loss never touches the lock channels'. */
+  readonly connection: Redis;
+  /** Subscribed: a registration may name it from now on. Off from a disconnection to the next SUBSCRIBE's answer. */
+  active: boolean;
+  /** The SUBSCRIBE out, if one is. */
+  subscribing: Promise<void> | undefined;
+}
+
 /**
  * One subscriber connection (made lazily, a duplicate of the caller's client) that delivers
  * messages to listeners per channel: SSUBSCRIBE on a cluster with sharded pub/sub, SUBSCRIBE
  * otherwise (see `pubSubMode`: releases publish the same way). Backends on
  * the same client may share one (`singleBackend`'s `subscriber` option), so several lock
  * formats cost one connection.
+ *
+ * Off a cluster it also has an inbox (for formats with `LockProtocol.inbox`): a channel of its
+ * own, on a subscriber connection of its own, subscribed from the first listener that names it
+ * for as long as the listener lives. A release publishes there what it has for one waiter of this
+ * listener, framed with the lock's channel, and the message goes to that channel's listeners as if
+ * it had come on it. A cluster has none: with sharded pub/sub a channel belongs to one slot, and
+ * with plain pub/sub every PUBLISH reaches every node's subscribers anyway.
  */
 export class ReleaseListener {
   private connection: Redis | Cluster | undefined;
   /** Whether the connection subscribes sharded: decided when it is made. */
   private sharded = false;
   private readonly channels = new Map<string, Channel>();
+  private inbox: Inbox | undefined;
+  /** The ACL refused the inbox (NOPERM): not asked again, each refusal being an ACL LOG entry. */
+  private inboxRefused = false;
   private closed = false;
 
   private readonly linger: number;
@@ -41,8 +68,20 @@ export class ReleaseListener {
     this.linger = checkMs(linger, 'linger');
   }
 
-  async listen(channelName: string, onRelease: MessageListener): Promise<() => void> {
+  /**
+   * Calls `onRelease` with each message on `channelName` (and each the inbox gets for it), once
+   * the subscription is active. `inboxName`: given by a format whose releases publish to inboxes,
+   * it names the inbox from a random id, which this call starts subscribing unless it already is.
+   */
+  async listen(
+    channelName: string,
+    onRelease: MessageListener,
+    inboxName?: (id: string) => string,
+  ): Promise<() => void> {
     if (this.closed) throw new Error('release listener is closed');
+    // On a connection of its own: awaited with the channel, so that this call's next attempt,
+    // once subscribed, already names it; for a while at most (an inbox is only a saving).
+    const inboxing = inboxName && this.openInbox(inboxName);
     let channel = this.channels.get(channelName);
     if (!channel) {
       channel = { listeners: new Set(), subscribed: this.subscribe(channelName), linger: undefined };
@@ -54,6 +93,7 @@ export class ReleaseListener {
     const current = channel;
     try {
       await current.subscribed;
+      if (inboxing) await within(inboxing, INBOX_WAIT_MS);
     } catch (error) {
       current.listeners.delete(onRelease);
       if (this.channels.get(channelName) === current) this.channels.delete(channelName);
@@ -62,8 +102,21 @@ export class ReleaseListener {
     return () => this.unlisten(channelName, current, onRelease);
   }
 
+  /**
+   * The inbox a waiter listening on `channelName` may register, so that a release publishes what
+   * it has for that waiter there: only once subscribed, and only while `channelName` is listened
+   * to (a waiter of the key is queued here, or was lately). Otherwise undefined: the lock's
+   * channel.
+   */
+  inboxFor(channelName: string): string | undefined {
+    const inbox = this.inbox;
+    return inbox?.active && this.channels.has(channelName) ? inbox.name : undefined;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    this.inbox?.connection.disconnect();
+    this.inbox = undefined;
     for (const channel of this.channels.values()) clearTimeout(channel.linger);
     this.channels.clear();
     this.connection?.disconnect();
@@ -101,11 +154,67 @@ export class ReleaseListener {
     await detached(() => (this.sharded ? connection.ssubscribe(name) : connection.subscribe(name)));
   }
 
+  /**
+   * Makes the inbox (off a cluster, unless refused) and subscribes it unless it is: answers once
+   * that SUBSCRIBE is answered, never rejecting (a listener without the inbox is still one).
+   */
+  private openInbox(inboxName: (id: string) => string): Promise<void> | undefined {
+    if (this.inboxRefused || this.closed || isCluster(this.redis)) return undefined;
+    return this.subscribeInbox(
+      this.inbox ?? this.makeInbox(inboxName(randomBytes(12).toString('base64url'))),
+    );
+  }
+
+  /**
+   * ioredis does not resubscribe the inbox (`autoResubscribe: false`): its one SUBSCRIBE of every
+   * channel would be refused whole for one. This listener does, on each reconnection, and with
+   * each listen after a failure other than a refusal (same name: registrations may hold it).
+   */
+  private subscribeInbox(inbox: Inbox): Promise<void> | undefined {
+    if (this.inbox !== inbox || inbox.active) return undefined;
+    // The subscription outlives the call that first listened: kept out of its async context.
+    inbox.subscribing ??= detached(() => inbox.connection.subscribe(inbox.name)).then(
+      () => {
+        inbox.subscribing = undefined;
+        inbox.active = inbox.connection.status === 'ready';
+      },
+      (error: unknown) => {
+        inbox.subscribing = undefined;
+        if (!(error instanceof Error && error.message.startsWith('NOPERM'))) return;
+        this.inboxRefused = true;
+        this.inbox = undefined;
+        inbox.connection.disconnect();
+      },
+    );
+    return inbox.subscribing;
+  }
+
+  private makeInbox(name: string): Inbox {
+    const redis = this.redis as Redis;
+    // As for the lock channels' connection (see `connect`), plus no resubscription of its own.
+    const connection = detached(() =>
+      redis.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: false }),
+    );
+    const inbox: Inbox = { name, connection, active: false, subscribing: undefined };
+    connection.on('error', () => {});
+    connection.on('message', (channel: string, message: string) => {
+      const framed = channel === name ? unframe(message) : undefined;
+      if (framed) this.deliver(framed.channel, framed.message);
+    });
+    connection.on('close', () => {
+      inbox.active = false;
+    });
+    connection.on('ready', () => this.subscribeInbox(inbox));
+    this.inbox = inbox;
+    return inbox;
+  }
+
+  private deliver(channel: string, message: string): void {
+    for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
+  }
+
   private connect(mode: PubSubMode): Redis | Cluster {
     if (this.connection) return this.connection;
-    const deliver = (channel: string, message: string) => {
-      for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
-    };
     // The offline queue is ours even when the caller's client has it off: a subscription sent
     // while the duplicate is still connecting must wait for it, not fail. It connects at once,
     // and detached: its sockets, reconnects and resubscriptions would otherwise keep the async
@@ -121,8 +230,46 @@ export class ReleaseListener {
         : this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false }),
     );
     connection.on('error', () => {});
-    connection.on(this.sharded ? 'smessage' : 'message', deliver);
+    connection.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      this.deliver(channel, message),
+    );
     this.connection = connection;
     return connection;
   }
+}
+
+/** Settles when `promise` does, or after `ms` at the latest. */
+async function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** An inbox message's head: the byte length of the lock's channel that follows it. */
+const FRAME = /^(\d{1,9}):/;
+
+/**
+ * Splits an inbox message, `<UTF-8 bytes of channel>:<channel><message>` (a script counts bytes,
+ * and channels and messages may hold any character); undefined when it is not one.
+ */
+function unframe(framed: string): { channel: string; message: string } | undefined {
+  const head = FRAME.exec(framed);
+  if (!head) return undefined;
+  const bytes = Number(head[1]);
+  const rest = framed.slice(head[0].length);
+  let channel = rest.slice(0, bytes);
+  // At least as many bytes as characters: as many only when all are ASCII, as channels mostly are.
+  if (Buffer.byteLength(channel) !== bytes) {
+    channel = Buffer.from(rest).subarray(0, bytes).toString();
+    // Too short, or cut inside a character.
+    if (Buffer.byteLength(channel) !== bytes) return undefined;
+  }
+  return { channel, message: rest.slice(channel.length) };
 }

@@ -1,7 +1,7 @@
 import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
-import type { LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
+import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
@@ -44,6 +44,15 @@ export function singleBackend(
   const replication = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
+  const inboxName = protocol.inbox?.bind(protocol);
+  // A caller that may wait, on a key a waiter here listens to, registers the listener's inbox
+  // when queued (see `ReleaseListener.inboxFor`): a call on a key nobody here waited for lately
+  // sends none, and is queued for the lock's channel, which its waiter listens to as well.
+  const withInbox = (context: AttemptContext | undefined, resource: string, owner: string) => {
+    if (!inboxName || !context?.queueLease) return context;
+    const inbox = listener.inboxFor(protocol.channel(resource, owner));
+    return inbox ? { ...context, inbox } : context;
+  };
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
     token === null ? null : { token, validity: ttl - clockDrift(ttl) };
   const counterOf = protocol.fenceCounter?.bind(protocol);
@@ -72,7 +81,8 @@ export function singleBackend(
       return replication.allowance();
     },
 
-    async acquire(resource, owner, ttl, context) {
+    async acquire(resource, owner, ttl, given) {
+      const context = withInbox(given, resource, owner);
       const unchecked = checkEviction(resource);
       if (unchecked) await unchecked;
       const stamping = watch?.ready(resource);
@@ -204,13 +214,18 @@ export function singleBackend(
     inspect: (resource) => protocol.inspect(redis, resource),
 
     listen: (resource, waiter, onRelease) =>
-      listener.listen(protocol.channel(resource, waiter), (message) => {
-        if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
-        const notice = releaseNotice(protocol, message);
-        // A grant handed on to a waiter of this process (`handedOn`) is published here too.
-        if (notice.grant) watch?.drew(resource, notice.grant.fence);
-        onRelease(notice);
-      }),
+      listener.listen(
+        protocol.channel(resource, waiter),
+        (message) => {
+          if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
+          const notice = releaseNotice(protocol, message);
+          // A grant handed on to a waiter of this process (`handedOn`) is published here too;
+          // one to another process's waiter, to that process's inbox, is drawn there.
+          if (notice.grant) watch?.drew(resource, notice.grant.fence);
+          onRelease(notice);
+        },
+        inboxName && ((id) => inboxName(resource, id)),
+      ),
 
     onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),
 

@@ -2,6 +2,7 @@ import { createLocker, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
+import { listen } from '../support/waiter-queue.js';
 
 /**
  * Redis keeps what a script wrote before a command the ACL refuses. A user allowed HSET but not
@@ -73,9 +74,7 @@ it('token: a release whose user lost PEXPIRE names the next waiter instead of gr
   const waiting = other.acquire('order:3', { ttl: 10_000, wait: 10_000 });
   const admin = server.client();
   const listener = server.client();
-  const messages: string[] = [];
-  listener.on('message', (_channel: string, message: string) => messages.push(message));
-  await listener.subscribe('{lock:order:3}:released');
+  const messages = await listen(listener, '{lock:order:3}:released');
   await waitFor('the waiter queued', async () => (await admin.exists('{lock:order:3}:queue')) === 1);
   await admin.call('ACL', 'SETUSER', 'holder', '-pexpire');
   await held.release();

@@ -7,13 +7,13 @@ export const SLOW_POLL = { base: 60_000, max: 60_000, jitter: 0 };
 
 /**
  * The registrations of the owners queued on the token lock `lock:<key>`: owner → server ms until
- * which it counts as waiting (the NUL-prefixed fields, grant terms, left out).
+ * which it counts as waiting (the NUL-prefixed grant terms and STX-prefixed inboxes left out).
  */
 export async function registrations(redis: Redis, key: string): Promise<Record<string, number>> {
   const fields = await redis.hgetall(`{lock:${key}}:waiters`);
   return Object.fromEntries(
     Object.entries(fields)
-      .filter(([field]) => !field.startsWith('\0'))
+      .filter(([field]) => !field.startsWith('\0') && !field.startsWith('\u0002'))
       .map(([owner, until]) => [owner, Number(until)]),
   );
 }
@@ -73,10 +73,19 @@ export async function queueCrashedWaiter(redis: Redis, url: string, key: string)
   return { holder, first, dead: dead!, crashed };
 }
 
-/** Subscribes `redis` (a connection of its own) to `channel`: answers the messages published on it, as they come. */
+/**
+ * Subscribes `redis` (a connection of its own) to `channel`, and to the lockers' inboxes, where a
+ * release publishes what it has for one waiter framed with its lock's channel: answers the
+ * messages published for `channel` on either, unframed, as they come.
+ */
 export async function listen(redis: Redis, channel: string): Promise<string[]> {
   const messages: string[] = [];
+  const frame = `${Buffer.byteLength(channel)}:${channel}`;
   redis.on('message', (_channel: string, message: string) => messages.push(message));
+  redis.on('pmessage', (_pattern: string, _inbox: string, message: string) => {
+    if (message.startsWith(frame)) messages.push(message.slice(frame.length));
+  });
   await redis.subscribe(channel);
+  await redis.psubscribe('*:inbox:*');
   return messages;
 }

@@ -12,16 +12,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SLOW_POLL } from '../support/waiter-queue.js';
 
 /**
- * Gets the messages published on `channel`, heard by a subscriber of the given kind. A plain
+ * Gets the messages published for `channel`, heard by a subscriber of the given kind. A plain
  * subscriber never hears `SPUBLISH`, nor a sharded one `PUBLISH`: what it hears says how they were
- * published.
+ * published. With plain pub/sub a release publishes what it has for one waiter to the inbox of
+ * the waiter's locker, framed with `channel`: a plain subscriber hears the inboxes too.
  */
 async function listen(subscriber: Redis | Cluster, channel: string, mode: PubSubMode): Promise<string[]> {
   const heard: string[] = [];
   subscriber.on(mode === 'sharded' ? 'smessage' : 'message', (from: string, message: string) => {
     if (from === channel) heard.push(message);
   });
-  await (mode === 'sharded' ? (subscriber as Redis).ssubscribe(channel) : subscriber.subscribe(channel));
+  if (mode === 'sharded') {
+    await (subscriber as Redis).ssubscribe(channel);
+    return heard;
+  }
+  const frame = `${Buffer.byteLength(channel)}:${channel}`;
+  subscriber.on('pmessage', (_pattern: string, _inbox: string, message: string) => {
+    if (message.startsWith(frame)) heard.push(message.slice(frame.length));
+  });
+  await subscriber.subscribe(channel);
+  await subscriber.psubscribe('*:inbox:*');
   return heard;
 }
 

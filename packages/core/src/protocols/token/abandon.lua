@@ -16,7 +16,7 @@
 ]]
 local owner = ARGV[1]
 redis.call('zrem', KEYS[4], owner)
-redis.call('hdel', KEYS[5], owner, '\0' .. owner)
+redis.call('hdel', KEYS[5], owner, '\0' .. owner, '\2' .. owner)
 if ARGV[2] == '1' and redis.call('hexists', KEYS[1], owner) == 1 then
   redis.call('del', KEYS[1])
   handOn(KEYS, ARGV[3], ARGV[4])

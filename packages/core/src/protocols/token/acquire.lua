@@ -12,7 +12,8 @@
     KEYS[4] waiter queue: a sorted set of waiting owners by arrival (server ms, a thousandth of a
             ms apart within one ms)
     KEYS[5] waiter registrations: a hash owner -> server ms until which it counts as waiting,
-            and NUL + owner -> the lease of a direct grant (ARGV[7])
+            NUL + owner -> the lease of a direct grant (ARGV[7]) and STX + owner -> its inbox
+            (ARGV[8])
     ARGV[1] owner
     ARGV[2] ttl in ms
     ARGV[3] '1' when the owner is fresh (made for this acquire call alone): a hold of it can
@@ -25,6 +26,9 @@
             reconnect) is answered as it stands, not counted again
     ARGV[7] lease in ms of a direct grant by a release (see hand-on.lua), registered with the
             owner when it is queued; 0 for none (the release then only names it)
+    ARGV[8] optional: the channel (the inbox of the caller's subscriber) on which a release tells
+            the owner, once queued, that it is next (see hand-on.lua); absent for the lock's
+            channel. Only a caller that may wait sends it, and only on plain pub/sub
 
   Output:
     { 1, fence, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
@@ -39,12 +43,13 @@ local rcall = redis.call
 local lock, counter, oldCounter, queue, registrations = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, ttl, fresh = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 local lease, queued, attempt, grantLease = tonumber(ARGV[4]), ARGV[5] == '1', ARGV[6], ARGV[7]
+local inbox = ARGV[8]
 local attemptField = '\0' .. owner
 
 local function dequeue()
   if queued then
     rcall('zrem', queue, owner)
-    rcall('hdel', registrations, owner, '\0' .. owner)
+    rcall('hdel', registrations, owner, '\0' .. owner, '\2' .. owner)
   end
 end
 
@@ -107,11 +112,21 @@ if lease > 0 then
     place = tonumber(last) + 0.001
   end
   rcall('zadd', queue, 'NX', place, owner)
+  -- Each registration says anew what the release may do for it: terms and inbox not sent now go.
+  local fields, dropped = { owner, now + lease }, {}
   if grantLease ~= '0' then
-    rcall('hset', registrations, owner, now + lease, '\0' .. owner, grantLease)
+    fields[#fields + 1], fields[#fields + 2] = '\0' .. owner, grantLease
   else
-    rcall('hset', registrations, owner, now + lease)
-    rcall('hdel', registrations, '\0' .. owner)
+    dropped[#dropped + 1] = '\0' .. owner
+  end
+  if inbox then
+    fields[#fields + 1], fields[#fields + 2] = '\2' .. owner, inbox
+  else
+    dropped[#dropped + 1] = '\2' .. owner
+  end
+  rcall('hset', registrations, unpack(fields))
+  if #dropped > 0 then
+    rcall('hdel', registrations, unpack(dropped))
   end
   for _, key in ipairs({ queue, registrations }) do
     if rcall('pttl', key) < lease then

@@ -12,6 +12,13 @@
   one waiter per process. With nobody queued nothing is published (a waiter whose registration
   lapsed polls).
 
+  A message for one owner that registered an inbox (field STX + owner: a channel its subscriber
+  alone listens to) goes there, on plain pub/sub, framed with the lock's channel:
+  '<bytes of channel>:<channel><message>'; the other processes waiting for the lock are not
+  woken for it. Everything else goes on the lock's channel, and so does a message for an inbox
+  the releasing user may not publish to. With sharded pub/sub a channel lives
+  in one slot, and an inbox in none: there every message goes on the lock's channel.
+
   keys: { lock, fence counter, per-key counter of earlier versions, queue, registrations }
 ]]
 local function handOn(keys, publish, channel)
@@ -20,21 +27,24 @@ local function handOn(keys, publish, channel)
   if #waiting == 0 then
     return nil
   end
-  local message = 'released'
+  local message, inbox = 'released', nil
   local time = redis.call('time')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   for _, next in ipairs(waiting) do
-    local terms = '\0' .. next
+    local terms, box = '\0' .. next, '\2' .. next
     -- A registration not renewed in time belongs to a waiter that crashed or gave up: skipped.
     if tonumber(redis.call('hget', registrations, next) or '0') > now then
       local lease = redis.call('hget', registrations, terms)
+      if publish == 'PUBLISH' then
+        inbox = redis.call('hget', registrations, box)
+      end
       -- A releasing user the ACL no longer lets give the lock a TTL names the waiter instead.
       if lease and mayExpire(lock) then
         local fence = nextFence(keys[2], keys[3])
         redis.call('hset', lock, next, 1, '', fence)
         redis.call('pexpire', lock, lease)
         redis.call('zrem', queue, next)
-        redis.call('hdel', registrations, next, terms)
+        redis.call('hdel', registrations, next, terms, box)
         message = 'granted:' .. fence .. ':' .. lease .. ':' .. now .. ':' .. next
       else
         message = 'released:' .. next
@@ -42,8 +52,15 @@ local function handOn(keys, publish, channel)
       break
     end
     redis.call('zrem', queue, next)
-    redis.call('hdel', registrations, next, terms)
+    redis.call('hdel', registrations, next, terms, box)
   end
-  redis.call(publish, channel, message)
+  -- The releasing user may be refused the inbox (an ACL granting its own namespace's lock
+  -- channels only; pcall answers the refusal as an error table): the release stands, and the
+  -- waiter is told on the lock's channel. So it is when nobody listens on the inbox (its
+  -- subscriber reconnecting): its waiters listen on the lock's channel too.
+  local sent = inbox and redis.pcall(publish, inbox, #channel .. ':' .. channel .. message)
+  if type(sent) ~= 'number' or sent == 0 then
+    redis.call(publish, channel, message)
+  end
   return message
 end

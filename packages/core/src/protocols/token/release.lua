@@ -7,8 +7,8 @@
     KEYS[2] fence counter (a direct grant draws the next owner's fence from it)
     KEYS[3] the per-key counter of earlier versions
     KEYS[4] waiter queue (sorted set of owners by arrival)
-    KEYS[5] waiter registrations (hash owner -> server ms until which it counts as waiting, and
-            NUL + owner -> the lease of a direct grant)
+    KEYS[5] waiter registrations (hash owner -> server ms until which it counts as waiting,
+            NUL + owner -> the lease of a direct grant, STX + owner -> its inbox channel)
     ARGV[1] owner
     ARGV[2] publish command: PUBLISH, or SPUBLISH on a cluster
     ARGV[3] release channel (same slot as KEYS[1])
@@ -20,8 +20,9 @@
 
   Output:
     0   released (key deleted, nobody queued)
-    msg released, and the message published to the queue (see hand-on.lua): a direct grant in
-        it may go to a waiter of the releasing client without waiting for the message
+    msg released, and the message published to the queue (see hand-on.lua; unframed when it
+        went to an inbox): a direct grant in it may go to a waiter of the releasing client
+        without waiting for the message
     n   still held by the owner with n holds left (untouched by an undo of an attempt not applied here)
     -1  not held by this owner: nothing changed
 ]]

@@ -102,7 +102,8 @@ function scriptKeysOf(keys: TokenKeys, cluster: boolean): readonly string[] {
  * release and extend are compare-and-act. Callers that wait are queued in `{<key>}:queue` (by
  * arrival) with a registration lease in `{<key>}:waiters`; a release hands the lock to the first
  * live one (a grant its message carries) or names it, so exactly one waiter is woken, in
- * whichever process it waits.
+ * whichever process it waits. On plain pub/sub that message goes to the inbox the waiter
+ * registered (`{<key>}:inbox:<id>`, see `inbox`), so no other process wakes for it.
  */
 export function tokenProtocol(): LockProtocol {
   return {
@@ -120,23 +121,31 @@ export function tokenProtocol(): LockProtocol {
       return keysOf(resource).channel;
     },
 
+    inbox(resource, id) {
+      // Never a lock's channel, which always ends with ':released'.
+      return `${keysOf(resource).lock}:inbox:${id}`;
+    },
+
     fenceCounter(resource, cluster) {
       return scriptKeysOf(keysOf(resource), cluster)[1]!;
     },
 
     async acquire(redis, resource, owner, ttl, context) {
+      const args: (string | number)[] = [
+        owner,
+        ttl,
+        context?.fresh ? '1' : '0',
+        context?.queueLease ?? 0,
+        context?.queued ? '1' : '0',
+        context?.attempt ?? '',
+        (context?.fresh && context.grantLease) || 0,
+      ];
+      // Only a caller that may wait, on a key contended lately, names an inbox.
+      if (context?.inbox) args.push(context.inbox);
       const reply = (await acquireScript.run(
         redis,
         scriptKeysOf(keysOf(resource), isCluster(redis)),
-        [
-          owner,
-          ttl,
-          context?.fresh ? '1' : '0',
-          context?.queueLease ?? 0,
-          context?.queued ? '1' : '0',
-          context?.attempt ?? '',
-          (context?.fresh && context.grantLease) || 0,
-        ],
+        args,
         context?.followUp,
       )) as number[];
       if (reply[0] === 1) {
