@@ -10,4 +10,5 @@ export const READMES = [
   'packages/graphql/README.md',
   'packages/otel/README.md',
   'packages/testing/README.md',
+  'docs/migrating.md',
 ] as const;
