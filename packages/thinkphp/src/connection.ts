@@ -25,6 +25,10 @@ function wholeNumber(env: ThinkEnv, name: string, fallback: number, min: number,
   const raw = env.get(name, String(fallback));
   const value = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value >= min && value <= max))
-    throw new InvalidOptionError(name, raw, `a whole number from ${min} to ${max}`);
+    throw new InvalidOptionError(
+      name,
+      raw,
+      `a whole number from ${min} to ${max}; read from ${env.origin(name)}`,
+    );
   return value;
 }

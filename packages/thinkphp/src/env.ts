@@ -27,16 +27,30 @@ export class ThinkEnv {
   constructor(
     private readonly values: ReadonlyMap<string, string>,
     private readonly processEnv: NodeJS.ProcessEnv = process.env,
+    /** Where each name of `values` was written (`.env:2, PORT in [REDIS]`), for messages. */
+    private readonly origins: ReadonlyMap<string, string> = new Map(),
   ) {}
 
   get(name: string): string | boolean | undefined;
   get<T>(name: string, fallback: T): string | boolean | T;
   get<T>(name: string, fallback?: T): string | boolean | T | undefined {
-    const key = name.replaceAll('.', '_').toUpperCase();
+    const key = envName(name);
     const raw = this.values.get(key) ?? this.processEnv[`PHP_${key}`];
     if (raw === undefined) return fallback;
     return CONVERTED[raw] ?? raw;
   }
+
+  /** Where `get(name)` reads its value, as the user wrote it: a file's line, or a variable. */
+  origin(name: string): string {
+    const key = envName(name);
+    if (this.values.has(key)) return this.origins.get(key) ?? key;
+    if (this.processEnv[`PHP_${key}`] !== undefined) return `the environment variable PHP_${key}`;
+    return 'the default';
+  }
+}
+
+function envName(name: string): string {
+  return name.replaceAll('.', '_').toUpperCase();
 }
 
 /**
@@ -46,7 +60,9 @@ export class ThinkEnv {
  */
 export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.ProcessEnv): ThinkEnv {
   const values = new Map<string, string>();
+  const origins = new Map<string, string>();
   let section = '';
+  let sectionName = '';
   // A lone CR ends a line too, as PHP's scanner reads it.
   const lines = text.split(/\r\n|\r|\n/);
   lines.forEach((rawLine, index) => {
@@ -55,7 +71,8 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
     // PHP reads what follows the bracket on a section line as a comment too: `[REDIS] ; main`.
     const header = /^\[([^\]]+)\]\s*(?:[;#].*)?$/.exec(line);
     if (header) {
-      section = `${header[1]!.trim().toUpperCase()}_`;
+      sectionName = header[1]!.trim();
+      section = `${sectionName.toUpperCase()}_`;
       return;
     }
     const equals = line.indexOf('=');
@@ -72,8 +89,12 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
         'PHP rejects the whole file when its last line holds a value that is only a comment, with no line break after it',
       );
     values.set(section + name.toUpperCase(), rawValue(value));
+    origins.set(
+      section + name.toUpperCase(),
+      `${path}:${index + 1}, ${section === '' ? name : `${name} in [${sectionName}]`}`,
+    );
   });
-  return new ThinkEnv(values, processEnv);
+  return new ThinkEnv(values, processEnv, origins);
 }
 
 /** Reads a ThinkPHP `.env` file, e.g. `loadThinkEnv('.env').get('redis.host')`. */

@@ -14,7 +14,7 @@ import {
 } from '@lock/core';
 import { ThinkEnv } from './env.js';
 import { clientFor, closeEnvClients, lockerFor } from './lockers.js';
-import { checkSettings, type LockSettings } from './settings.js';
+import { checkSettings, type LockSettings, settingNames } from './settings.js';
 import { strictAcquire, strictRelease } from './strict.js';
 
 /** Options of a `Lock`. Give `redis` or `env`. */
@@ -171,7 +171,7 @@ export class Lock {
     this.LOCK_EXPIRE = options.expire ?? constants.LOCK_EXPIRE;
     this.LOCK_RETRY_MAX = options.retryMax ?? constants.LOCK_RETRY_MAX;
     this.LOCK_SLEEP = options.sleep ?? constants.LOCK_SLEEP;
-    checkSettings(this.settings());
+    checkSettings(this.settings(), settingNames(options));
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.redis = options.redis ?? clientFor(options.env!);
     this.locker = options.strict ? null : lockerFor(this.redis, options, this.commandTimeout);
@@ -188,14 +188,7 @@ export class Lock {
    * that rejected is retried first.
    */
   async lock(): Promise<boolean> {
-    const settings = checkSettings(this.settings());
-    if (!this.locker) return this.lockStrict(settings);
-    // An unlock() that failed left its hold here to be retried: finish it first. Over a key it
-    // still holds, the attempts would be refused by this very lock, and a caller told false does
-    // not unlock: the key would stay until its lease ends. Redis still unreachable, this rejects
-    // and keeps the hold.
-    if (this.held?.released) await this.unlock();
-    return this.lockSafely(this.locker, settings);
+    return (await this.attempts()) === null;
   }
 
   /** Default mode: releases this lock's own hold only. Strict mode: the PHP release. */
@@ -229,7 +222,8 @@ export class Lock {
     options: LockOptions,
   ): Promise<T> {
     const lock = new this(key, options);
-    if (!(await lock.lock())) throw new LockBusyError(key, -1);
+    const refused = await lock.attempts();
+    if (refused) throw refused;
     const [outcome] = await Promise.allSettled([(async () => fn(lock))()]);
     const unlocked = lock.unlock();
     if (outcome.status === 'rejected') {
@@ -247,6 +241,18 @@ export class Lock {
   /** Closes the connections opened for `{ env }` locks. */
   static disconnect(): Promise<void> {
     return closeEnvClients();
+  }
+
+  /** `lock()`: null when acquired, else the last attempt's refusal, with the holder's ms left. */
+  private async attempts(): Promise<LockBusyError | null> {
+    const settings = checkSettings(this.settings());
+    if (!this.locker) return this.lockStrict(settings);
+    // An unlock() that failed left its hold here to be retried: finish it first. Over a key it
+    // still holds, the attempts would be refused by this very lock, and a caller told false does
+    // not unlock: the key would stay until its lease ends. Redis still unreachable, this rejects
+    // and keeps the hold.
+    if (this.held?.released) await this.unlock();
+    return this.lockSafely(this.locker, settings);
   }
 
   private settings(): LockSettings {
@@ -273,33 +279,43 @@ export class Lock {
   private async lockSafely(
     locker: Locker,
     { expire, retryMax, sleep: pause }: LockSettings,
-  ): Promise<boolean> {
+  ): Promise<LockBusyError | null> {
     for (let attempt = 1; ; attempt++) {
-      // A fresh owner per call: two Lock objects in one call chain must not re-enter each other.
-      const held = await locker.tryAcquire(this.key, { ttl: expire * 1_000, owner: randomUUID() });
-      if (held) {
-        this.held = held;
-        return true;
-      }
-      if (attempt >= retryMax) return false;
+      // Not tryAcquire(), whose null drops the holder's ms left that the refusal carries.
+      const refused = await locker
+        // A fresh owner per call: two Lock objects in one call chain must not re-enter each other.
+        .acquire(this.key, { ttl: expire * 1_000, owner: randomUUID(), wait: 0 })
+        .then(
+          (held) => {
+            this.held = held;
+            return null;
+          },
+          (error: unknown) => {
+            if (error instanceof LockBusyError) return error;
+            throw error;
+          },
+        );
+      if (!refused || attempt >= retryMax) return refused;
       // ±25 % so that PHP and Node contenders do not retry in lockstep.
       await sleep(pause * 1_000 * (0.75 + Math.random() * 0.5));
     }
   }
 
-  private async lockStrict({ expire, retryMax, sleep: pause }: LockSettings): Promise<boolean> {
+  private async lockStrict({ expire, retryMax, sleep: pause }: LockSettings): Promise<LockBusyError | null> {
     for (let attempt = 1; ; attempt++) {
       const now = this.now();
-      const code = await bounded(
+      const answer = await bounded(
         strictAcquire(this.redis, this.key, expire, now),
         this.commandTimeout,
         this.key,
         'acquire',
       );
-      if (code === 0) return true;
-      if (attempt >= retryMax) return false;
+      if (answer.code === 0) return null;
+      if (attempt >= retryMax)
+        // Codes 1 and 3 cannot happen inside a script: for them Redis could not say.
+        return new LockBusyError(this.key, answer.code === 2 ? answer.remaining : -1);
       // PHP's sleep() takes whole seconds: sleep(0.3) sleeps 0 s (B7).
-      if (code === 2) await sleep(Math.trunc(pause) * 1_000);
+      if (answer.code === 2) await sleep(Math.trunc(pause) * 1_000);
     }
   }
 }

@@ -10,29 +10,33 @@ export interface LockSettings {
   readonly sleep: number;
 }
 
-/** Refuses, before anything is written, values the PHP class would pass on unchecked (B10). */
-export function checkSettings(settings: LockSettings): LockSettings {
+/** What the caller wrote to set each setting: the option's name, or the constant's. */
+export type SettingNames = Readonly<Record<keyof LockSettings, string>>;
+
+const CONSTANTS: SettingNames = { expire: 'LOCK_EXPIRE', retryMax: 'LOCK_RETRY_MAX', sleep: 'LOCK_SLEEP' };
+
+/** The options' names for the settings given as options, the constants' for the others. */
+export function settingNames(options: Partial<LockSettings>): SettingNames {
+  const named = (name: keyof LockSettings) => (options[name] == null ? CONSTANTS[name] : name);
+  return { expire: named('expire'), retryMax: named('retryMax'), sleep: named('sleep') };
+}
+
+/**
+ * Refuses, before anything is written, values the PHP class would pass on unchecked (B10),
+ * naming each as the caller set it: by default the constants, as an instance's fields are.
+ */
+export function checkSettings(settings: LockSettings, names: SettingNames = CONSTANTS): LockSettings {
   const { expire, retryMax, sleep } = settings;
-  if (!Number.isSafeInteger(expire) || expire < 1 || expire > 2_000_000) {
-    throw new InvalidOptionError(
-      'LOCK_EXPIRE',
-      expire,
-      'a whole number of seconds from 1 to 2000000, as the `expire` option or the constant',
-    );
-  }
-  if (!Number.isSafeInteger(retryMax) || retryMax < 1) {
-    throw new InvalidOptionError(
-      'LOCK_RETRY_MAX',
-      retryMax,
-      'a whole number of attempts, 1 or more, as the `retryMax` option or the constant',
-    );
-  }
+  if (!Number.isSafeInteger(expire) || expire < 1 || expire > 2_000_000)
+    throw new InvalidOptionError(names.expire, expire, 'a whole number of seconds from 1 to 2000000');
+  if (!Number.isSafeInteger(retryMax) || retryMax < 1)
+    throw new InvalidOptionError(names.retryMax, retryMax, 'a whole number of attempts, 1 or more');
   // Longer than a Node timer takes, the pause would be cut to nothing.
   if (!Number.isFinite(sleep) || sleep < 0 || sleep * 1_000 > MAX_TTL) {
     throw new InvalidOptionError(
-      'LOCK_SLEEP',
+      names.sleep,
       sleep,
-      `a number of seconds from 0 to ${Math.floor(MAX_TTL / 1_000)}, as the \`sleep\` option or the constant`,
+      `a number of seconds from 0 to ${Math.floor(MAX_TTL / 1_000)}`,
     );
   }
   return settings;

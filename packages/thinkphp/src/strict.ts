@@ -5,8 +5,11 @@ import releaseLua from './strict-release.lua';
 const acquireScript = new LuaScript(acquireLua);
 const releaseScript = new LuaScript(releaseLua);
 
-/** What the seed's acquire script answers: 0 acquired, 1 vanished, 2 held, 3 lost a race. */
-export type StrictAcquireCode = 0 | 1 | 2 | 3;
+/**
+ * What the seed's acquire script answers: 0 acquired, 1 vanished, 2 held (with the holder's ms
+ * left), 3 lost a race.
+ */
+export type StrictAttempt = { readonly code: 0 | 1 | 3 } | { readonly code: 2; readonly remaining: number };
 
 /** One run of the seed's acquire script, with the caller's `time()` as the PHP class passes it. */
 export async function strictAcquire(
@@ -14,11 +17,12 @@ export async function strictAcquire(
   key: string,
   expire: number,
   now: number,
-): Promise<StrictAcquireCode> {
-  return (await wrongTypeAsKeyError(
+): Promise<StrictAttempt> {
+  const reply = (await wrongTypeAsKeyError(
     key,
     acquireScript.run(redis, [key], [now + expire + 1, expire, now]),
-  )) as StrictAcquireCode;
+  )) as 0 | 1 | 3 | [2, number];
+  return Array.isArray(reply) ? { code: 2, remaining: reply[1] } : { code: reply };
 }
 
 /** One run of the seed's release script: deletes the key if its value is <= `now`, whoever wrote it. */

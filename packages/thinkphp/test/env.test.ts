@@ -66,6 +66,16 @@ describe('loadThinkEnv', () => {
     const bad = parseThinkEnv('[REDIS]\nPORT = 70000\n', '.env', {});
     expect(() => thinkRedisOptions(bad)).toThrow(InvalidOptionError);
     expect(() => thinkRedisOptions(bad)).toThrow(/"redis\.port": "70000"/);
+    // The message names what the user wrote, and where: the line, or the environment variable.
+    expect(() => thinkRedisOptions(bad)).toThrow(/read from \.env:2, PORT in \[REDIS\]\)$/);
+    const flat = parseThinkEnv('; app\nREDIS_DATABASE = two\n', 'app/.env', {});
+    expect(() => thinkRedisOptions(flat)).toThrow(
+      /"redis\.database": "two" .*read from app\/\.env:2, REDIS_DATABASE\)$/,
+    );
+    const variable = parseThinkEnv('', '.env', { PHP_REDIS_PORT: 'x' });
+    expect(() => thinkRedisOptions(variable)).toThrow(
+      /"redis\.port": "x" .*read from the environment variable PHP_REDIS_PORT\)$/,
+    );
   });
 });
 

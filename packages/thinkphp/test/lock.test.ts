@@ -52,6 +52,54 @@ describe('Lock (default mode)', () => {
     await holder.unlock();
   });
 
+  it("wrap() refused reports the holder's ms left, as the attempt's reply gave it", async () => {
+    const refusal = async (strict: boolean, time?: () => number) => {
+      const error = await Lock.wrap('k', () => 1, { redis: t.redis, retryMax: 1, strict, time }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect((error as Error).message).toBe(
+        `lock "k" is held by another owner (${(error as LockBusyError).remaining} ms left)`,
+      );
+      return (error as LockBusyError).remaining;
+    };
+    const holder = new Lock('k', { redis: t.redis, expire: 5 });
+    expect(await holder.lock()).toBe(true);
+    for (const strict of [false, true]) {
+      const remaining = await refusal(strict);
+      // Read before the PTTL, from a TTL of expire + 1 = 6 s.
+      expect(remaining).toBeGreaterThanOrEqual(await t.redis.pttl('k'));
+      expect(remaining).toBeLessThanOrEqual(6_000);
+    }
+    await holder.unlock();
+    // A key without a TTL (a PHP process killed between SETNX and EXPIRE): until it may be taken
+    // over, skewMargin (2 s) past its value by default, at the value by strict mode's time().
+    const now = await serverSeconds(t.redis);
+    await t.redis.set('k', String(now + 10));
+    const byDefault = await refusal(false);
+    expect(byDefault).toBeGreaterThan(10_000);
+    expect(byDefault).toBeLessThanOrEqual(12_000);
+    expect(await refusal(true, () => now)).toBe(10_000);
+    // A value centuries ahead answers the longest wait, not an overflowed reply.
+    await t.redis.set('k', '9999999999');
+    expect(await refusal(false)).toBe(2 ** 31 - 1);
+    expect(await refusal(true, () => now)).toBe(2 ** 31 - 1);
+  });
+
+  it.runIf(phpAvailable)("wrap() refused by a PHP holder reports the PHP lock's ms left", async () => {
+    const held = await php('lock', { port: t.server.port, key: 'lock_goods:302', expire: 3 });
+    expect(held.acquired).toBe(true);
+    for (const strict of [false, true]) {
+      const error = await Lock.wrap('lock_goods:302', () => 1, { redis: t.redis, retryMax: 1, strict }).catch(
+        (e: unknown) => e,
+      );
+      const after = await t.redis.pttl('lock_goods:302');
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect((error as LockBusyError).remaining).toBeGreaterThanOrEqual(after);
+      expect((error as LockBusyError).remaining).toBeLessThanOrEqual(4_000);
+    }
+  });
+
   it('reports a lock of another format under the name as InvalidKeyError', async () => {
     await t.redis.hset('k', 'uuid:1', '1');
     await expect(new Lock('k', { redis: t.redis }).lock()).rejects.toThrow(InvalidKeyError);
@@ -62,13 +110,39 @@ describe('Lock (default mode)', () => {
   });
 
   it('refuses bad options before any write, naming the value', async () => {
-    expect(() => new Lock('k', { redis: t.redis, retryMax: 0 })).toThrow(/"LOCK_RETRY_MAX": 0/);
-    expect(() => new Lock('k', { redis: t.redis, sleep: -1 })).toThrow(/"LOCK_SLEEP": -1/);
+    // Named as the caller wrote it: the option here, the constant below.
+    for (const [options, option, value] of [
+      [{ expire: 2.5 }, 'expire', 2.5],
+      [{ expire: 0 }, 'expire', 0],
+      [{ retryMax: 0 }, 'retryMax', 0],
+      [{ sleep: -1 }, 'sleep', -1],
+    ] as const) {
+      const error = (() => {
+        try {
+          return new Lock('k', { redis: t.redis, ...options });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option, value });
+      expect((error as Error).message).toMatch(new RegExp(`^invalid option "${option}": ${value} \\(`));
+      expect((error as Error).message).not.toMatch(/LOCK_/);
+    }
     // A pause past what a Node timer takes would be cut to nothing: the retries would not wait.
     expect(() => new Lock('k', { redis: t.redis, sleep: 3e6 })).toThrow(
-      /"LOCK_SLEEP": 3000000 \(expected a number of seconds from 0 to 2147483, as the `sleep` option or the constant\)/,
+      /"sleep": 3000000 \(expected a number of seconds from 0 to 2147483\)/,
     );
-    expect(() => new Lock('k', { redis: t.redis, expire: 0 })).toThrow(/"LOCK_EXPIRE": 0/);
+    class HalfSecondLock extends Lock {
+      static override LOCK_EXPIRE = 2.5;
+    }
+    expect(() => new HalfSecondLock('k', { redis: t.redis })).toThrow(
+      /^invalid option "LOCK_EXPIRE": 2\.5 \(/,
+    );
+    expect(() => new HalfSecondLock('k', { redis: t.redis, expire: 3 })).not.toThrow();
+    const retried = new Lock('k', { redis: t.redis, retryMax: 2 });
+    retried.LOCK_RETRY_MAX = 0;
+    await expect(retried.lock()).rejects.toMatchObject({ option: 'LOCK_RETRY_MAX', value: 0 });
     expect(() => new Lock('k', { redis: t.redis, tll: 1 } as never)).toThrow(/"tll"/);
     // Names from the PHP class, Redisson or redlock are refused with the option to use instead.
     for (const [name, instead] of [
@@ -167,6 +241,43 @@ describe('Lock input checks in both modes', () => {
 });
 
 describe('Lock (strict: true) reproduces the PHP class, unsafe parts included', () => {
+  it('under the ACL the README gives strict mode (no PTTL), a busy lock is still refused, not an error', async () => {
+    // The README's list, plus what ioredis itself sends (its ready check, and SCRIPT for EVALSHA).
+    await t.redis.acl(
+      'SETUSER',
+      'strict',
+      'on',
+      'nopass',
+      '~*',
+      '+setnx',
+      '+getset',
+      '+expire',
+      '+get',
+      '+del',
+      '+eval',
+      '+evalsha',
+      '+info',
+      '+script',
+    );
+    const user = t.server.client({ username: 'strict', password: '' });
+    try {
+      expect(await new Lock('k', { redis: t.redis, strict: true }).lock()).toBe(true);
+      const seconds = (await t.redis.get('k'))!;
+      const error = await Lock.wrap('k', () => 1, { redis: user, retryMax: 1, strict: true }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(LockBusyError);
+      // Without PTTL: the ms until the caller's time() reaches the stored value.
+      expect((error as LockBusyError).remaining).toBeLessThanOrEqual(
+        (Number(seconds) - Math.floor(Date.now() / 1000) + 1) * 1000,
+      );
+      expect((error as LockBusyError).remaining).toBeGreaterThan(0);
+    } finally {
+      user.disconnect();
+      await t.redis.acl('DELUSER', 'strict');
+    }
+  });
+
   it('unlock() of a live lock is a no-op, exactly as in PHP (B3)', async () => {
     const lock = new Lock('k', { redis: t.redis, strict: true });
     expect(await lock.lock()).toBe(true);
