@@ -40,6 +40,9 @@ export interface LockerOptions extends EngineOptions {
   readonly pubSub?: PubSubOption;
 }
 
+/** Names the connection goes by elsewhere (node-redis, the RedLock options), refused as `redis`. */
+const CLIENT_NAMES = { client: 'redis', clients: 'redis', connection: 'redis' };
+
 /** A locker on one Redis deployment. */
 export function createLocker(options: LockerOptions): Locker {
   if (typeof options !== 'object' || options === null)
@@ -48,6 +51,7 @@ export function createLocker(options: LockerOptions): Locker {
     options,
     ['redis', 'protocol', 'replication', 'eviction', 'pubSub', ...ENGINE_OPTIONS],
     'the locker options',
+    CLIENT_NAMES,
   );
   const { redis, protocol, replication, eviction, pubSub, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {

@@ -41,7 +41,8 @@ export class LockBusyError extends LockError<'ERR_LOCK_BUSY'> {
     /** The holder's remaining time to live in ms, or -1 when Redis could not say. */
     readonly remaining: number,
   ) {
-    super('ERR_LOCK_BUSY', `lock "${key}" is held by another owner (${remaining} ms left)`);
+    const left = remaining < 0 ? 'time left unknown' : `${remaining} ms left`;
+    super('ERR_LOCK_BUSY', `lock "${key}" is held by another owner (${left})`);
   }
 }
 
@@ -109,8 +110,10 @@ export class LockLostError extends LockError<'ERR_LOCK_LOST'> {
 
 /**
  * Redis could not be reached, or did not answer in time: the call gave up by its deadline
- * without knowing whether anyone holds the lock. `cause` is the underlying error (a refused
- * connection, a command timeout). Adapters answer 503 (or fail open, by option).
+ * without knowing whether anyone holds the lock. `cause` is what the call failed with: the
+ * client's rejection of the command (ioredis rejects with its own errors, e.g. `enableOfflineQueue`
+ * off or `maxRetriesPerRequest` reached, never with the refused connection's) or
+ * `CommandTimeoutError`. Adapters answer 503 (or fail open, by option).
  */
 export class LockUnavailableError<
   Code extends 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM' = 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM',
@@ -147,6 +150,16 @@ export class QuorumError extends LockUnavailableError<'ERR_LOCK_QUORUM'> {
       code: 'ERR_LOCK_QUORUM',
       message: `lock "${key}" needs ${needed} masters: ${agreed} agreed, ${refused} refused, ${failed} failed, ${timedOut} timed out`,
     });
+  }
+
+  /** The same failure named by `key`: the masters are sent the Redis resource, the caller knows its own key. */
+  withKey(key: string): QuorumError {
+    const { needed, agreed, refused, failed, timedOut } = this;
+    const options = 'cause' in this ? { cause: this.cause } : undefined;
+    const renamed = new QuorumError(key, needed, agreed, refused, failed, timedOut, options);
+    // Where it was raised, not where it was renamed.
+    if (this.stack) renamed.stack = this.stack.replace(this.message, renamed.message);
+    return renamed;
   }
 }
 
@@ -188,8 +201,29 @@ export class InvalidOptionError extends LockError<'ERR_LOCK_INVALID_OPTION'> {
     readonly option: string,
     readonly value: unknown,
     expected: string,
+    message = `invalid option "${option}": ${describe(value)} (expected ${expected})`,
   ) {
-    super('ERR_LOCK_INVALID_OPTION', `invalid option "${option}": ${describe(value)} (expected ${expected})`);
+    super('ERR_LOCK_INVALID_OPTION', message);
+  }
+
+  /**
+   * An option nothing reads: a misspelt or misplaced name, `meant` the known one it likely stands
+   * for. Its value is not shown: a password or a client under a wrong name would be logged, and
+   * says nothing of the mistake.
+   */
+  static unknown(
+    option: string,
+    value: unknown,
+    expected: string,
+    meant: string | undefined,
+  ): InvalidOptionError {
+    const hint = meant === undefined ? '' : `. Did you mean "${meant}"?`;
+    return new InvalidOptionError(
+      option,
+      value,
+      expected,
+      `unknown option "${option}" (expected ${expected})${hint}`,
+    );
   }
 }
 

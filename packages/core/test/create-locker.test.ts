@@ -44,12 +44,42 @@ describe('createLocker', () => {
     );
     expect(() =>
       createLocker({ redis, replication: { replicas: 1, timeout: 10, timout: 5 } as never }),
-    ).toThrow(/invalid option "timout": 5 \(expected one of the replication options: replicas, timeout\)/);
+    ).toThrow(
+      'unknown option "timout" (expected one of the replication options: replicas, timeout). Did you mean "timeout"?',
+    );
     expect(() => createLocker({ redis, replication: { replicas: 1, timeout: 2 ** 40 } })).toThrow(
       /invalid option "replication.timeout": 1099511627776/,
     );
-    expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/invalid option "timeout"/);
+    expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(
+      /unknown option "timeout" \(expected/,
+    );
     expect(await redis.dbsize()).toBe(keys);
+  });
+
+  it('names an unknown option and the one it likely stands for, without showing a client passed in it', () => {
+    const error = (build: () => unknown) => {
+      try {
+        build();
+      } catch (caught) {
+        return caught as InvalidOptionError;
+      }
+      throw new Error('accepted');
+    };
+    const misnamed = error(() => createLocker({ client: redis } as never));
+    expect(misnamed).toBeInstanceOf(InvalidOptionError);
+    expect(misnamed).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'client', value: redis });
+    expect(misnamed.message).toMatch(
+      /^unknown option "client" \(expected one of the locker options: redis, /,
+    );
+    expect(misnamed.message).toMatch(/\. Did you mean "redis"\?$/);
+    expect(misnamed.message).not.toMatch(/instance|EventEmitter|Redis\b/);
+    expect(error(() => createLocker({ redis, prefx: 'app:' } as never)).message).toMatch(
+      /^unknown option "prefx" \(expected one of the locker options: .*\)\. Did you mean "prefix"\?$/,
+    );
+    // Nothing close: no guess.
+    expect(error(() => createLocker({ redis, colour: 'red' } as never)).message).toMatch(
+      /^unknown option "colour" \(expected one of the locker options: [^)]*\)$/,
+    );
   });
 
   it("checkOptions refuses what acquire would, the format's ttl rule included, and sends nothing", async () => {
@@ -60,7 +90,9 @@ describe('createLocker', () => {
     expect(() => seconds.checkOptions({ wait: -1 })).toThrow(/invalid option "wait": -1/);
     expect(() => seconds.checkOptions({ retry: { base: 2_000 } })).toThrow(/retry.base/);
     expect(() => seconds.checkOptions({ owner: '' })).toThrow(/invalid option "owner"/);
-    expect(() => seconds.checkOptions({ wiat: 5 } as never)).toThrow(/invalid option "wiat": 5/);
+    expect(() => seconds.checkOptions({ wiat: 5 } as never)).toThrow(
+      /unknown option "wiat" .*Did you mean "wait"\?$/,
+    );
     seconds.checkOptions({ ttl: 2_000, wait: 0, renew: true, reentrant: false });
     expect(await commandCalls(redis)).toBe(calls + 1);
     await expect(seconds.acquire('checked', { ttl: 1_500 })).rejects.toThrow(/invalid option "ttl": 1500/);

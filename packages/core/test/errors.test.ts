@@ -43,6 +43,11 @@ describe('errors', () => {
     expect(new QuorumError('k', 2, 1, 0, 2, 0)).toBeInstanceOf(LockUnavailableError);
   });
 
+  it('say how long a busy lock has left, or that Redis could not say', () => {
+    expect(new LockBusyError('k', 812).message).toBe('lock "k" is held by another owner (812 ms left)');
+    expect(new LockBusyError('k', -1).message).toBe('lock "k" is held by another owner (time left unknown)');
+  });
+
   it('names the class of a wrong client and says node-redis is not supported yet', () => {
     class RedisClient {
       isOpen = false;
@@ -78,5 +83,29 @@ describe('errors', () => {
     );
     expect(long.message).not.toContain('99');
     expect(long.message).toContain('…');
+  });
+
+  it('renames a QuorumError to the caller key, keeping its counts and cause', () => {
+    const late = new Error('granted 900 ms in, past the validity of 850 ms');
+    const error = new QuorumError('lock:order:1', 2, 3, 0, 0, 0, { cause: late }).withKey('order:1');
+    expect(error).toBeInstanceOf(QuorumError);
+    expect(error).toMatchObject({ key: 'order:1', needed: 2, agreed: 3, refused: 0, failed: 0, timedOut: 0 });
+    expect(error.cause).toBe(late);
+    expect(error.message).toBe('lock "order:1" needs 2 masters: 3 agreed, 0 refused, 0 failed, 0 timed out');
+    expect('cause' in new QuorumError('k', 2, 1, 0, 2, 0).withKey('j')).toBe(false);
+  });
+
+  it('refuses an unknown option by name, showing a primitive value and never an instance', () => {
+    expect(InvalidOptionError.unknown('tll', 5, 'one of the acquire options: ttl, wait', 'ttl').message).toBe(
+      'unknown option "tll" (expected one of the acquire options: ttl, wait). Did you mean "ttl"?',
+    );
+    const hidden = InvalidOptionError.unknown(
+      'client',
+      new Map(),
+      'one of the locker options: redis',
+      undefined,
+    );
+    expect(hidden.message).toBe('unknown option "client" (expected one of the locker options: redis)');
+    expect(hidden).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'client' });
   });
 });

@@ -41,6 +41,7 @@ import {
   checkTtl,
   checkWait,
   DEFAULT_COMMAND_TIMEOUT,
+  DEFAULT_PREFIX,
   DEFAULT_RETRY,
   DEFAULT_TTL,
   DEFAULT_WAIT,
@@ -186,7 +187,7 @@ class Engine implements Locker {
   ) {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
     const given: EngineOptions = options;
-    this.prefix = given.prefix === undefined ? 'lock:' : checkPrefix(given.prefix);
+    this.prefix = given.prefix === undefined ? DEFAULT_PREFIX : checkPrefix(given.prefix);
     this.ttl = this.lease(given.ttl === undefined ? DEFAULT_TTL : given.ttl);
     this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
     this.renew = checkBoolean(given.renew, 'renew') ?? true;

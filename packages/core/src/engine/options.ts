@@ -8,28 +8,67 @@ export const MIN_TTL = 10;
 /** Longest key accepted, in UTF-8 bytes: long enough for any sane name, short of abuse. */
 export const MAX_KEY_BYTES = 4096;
 
+/** Prepended to every key to form the Redis resource name. */
+export const DEFAULT_PREFIX = 'lock:';
 export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT = 10_000;
 export const DEFAULT_COMMAND_TIMEOUT = 500;
 export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
 
-/** Throws `InvalidOptionError` when `options` is not an object, or naming any key of it not in `known`. */
+/**
+ * Throws `InvalidOptionError` when `options` is not an object, or naming any key of it not in
+ * `known`, with the known one it likely stands for: one a letter or two away, or its entry in
+ * `aliases` (a name of another library, a plural).
+ */
 export function refuseUnknown(
   options: unknown,
   known: readonly string[],
   where: string,
+  aliases: Readonly<Record<string, string>> = {},
 ): asserts options is object {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', options, 'an object');
   for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new InvalidOptionError(
-        name,
-        (options as Record<string, unknown>)[name],
-        `one of ${where}: ${known.join(', ')}`,
-      );
+    if (known.includes(name)) continue;
+    const meant = Object.hasOwn(aliases, name) ? aliases[name] : closest(name, known);
+    throw InvalidOptionError.unknown(
+      name,
+      (options as Record<string, unknown>)[name],
+      `one of ${where}: ${known.join(', ')}`,
+      meant,
+    );
+  }
+}
+
+/** The known name a typo most likely stands for: the nearest, at most 2 edits and under half its length away. */
+function closest(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.min(2, Math.ceil(name.length / 2) - 1);
+  for (const candidate of known) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= bestDistance) {
+      best = candidate;
+      bestDistance = distance - 1;
     }
   }
+  return best;
+}
+
+/** Levenshtein distance, adjacent swaps counting as one edit ("wiat" for "wait"). */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let distance = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        distance = Math.min(distance, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = distance;
+    }
+  }
+  return rows[a.length]![b.length]!;
 }
 
 /** A duration in ms (a command timeout, a backoff step): a positive integer below 2^31. */

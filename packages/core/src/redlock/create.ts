@@ -1,7 +1,8 @@
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
-import { refuseUnknown } from '../engine/options.js';
+import { DEFAULT_PREFIX, refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
 import { backendOn } from './backend.js';
+import { namingCallerKeys } from './caller-keys.js';
 import { type DistinctServers, distinctServers } from './distinct-servers.js';
 import { type QuorumBackendOptions, resolveQuorumOptions } from './options.js';
 
@@ -18,6 +19,8 @@ export interface RedlockOptions extends QuorumBackendOptions, EngineOptions {
 }
 
 const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor'] as const;
+/** `createLocker`'s name for the connection, refused as `clients`. */
+const CLIENTS_NAMES = { redis: 'clients' };
 
 /**
  * A Locker over N independent masters (RedLock): the same interface as `createLocker`, each
@@ -27,10 +30,11 @@ const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor'] as
  * that call and every later one with `InvalidOptionError` if two do.
  */
 export function createRedlock(options: RedlockOptions): Locker {
-  refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options');
+  refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options', CLIENTS_NAMES);
   const { clients, protocol, nodeTimeout, driftFactor, ...engine } = options;
   const context = resolveQuorumOptions({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
-  const backend = backendOn(context);
+  // An invalid prefix is refused by the engine, before any call.
+  const backend = namingCallerKeys(backendOn(context), engine.prefix ?? DEFAULT_PREFIX);
   const servers = distinctServers(context.clients, context.nodeTimeout);
   return createEngine(
     {

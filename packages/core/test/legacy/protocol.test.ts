@@ -243,7 +243,7 @@ describe('legacy protocol inputs', () => {
 
   it('refuses misspelt options and a missing options object by name', () => {
     expect(() => legacyProtocol({ unti: 's' } as never)).toThrow(
-      /"unti": "s" \(expected one of the legacy protocol options: unit, skewMargin, peerClockAhead\)/,
+      /unknown option "unti" \(expected one of the legacy protocol options: unit, skewMargin, peerClockAhead\)\. Did you mean "unit"\?/,
     );
     expect(() => legacyProtocol(null as never)).toThrow(/"options": null/);
   });

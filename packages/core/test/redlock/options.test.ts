@@ -59,6 +59,14 @@ describe('RedLock options', () => {
     expect(a.status).toBe('wait');
   });
 
+  it("points createLocker's `redis` to `clients`, without showing the client", () => {
+    const error = refusal(() => createRedlock({ redis: a } as never));
+    expect(error.option).toBe('redis');
+    expect(error.message).toMatch(/^unknown option "redis" \(expected one of the RedLock options: clients, /);
+    expect(error.message).toMatch(/\. Did you mean "clients"\?$/);
+    expect(a.status).toBe('wait');
+  });
+
   it("takes 'token' for the token protocol, as createLocker does", () => {
     expect(quorumBackend({ clients: [a, b, c], protocol: 'token' }).protocol.name).toBe('token');
   });

@@ -1,0 +1,79 @@
+import { type RedisMasters, startMasters } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockBusyError, LockLostError, QuorumError } from '../../src/errors.js';
+import { createRedlock } from '../../src/index.js';
+import type { Locker } from '../../src/types.js';
+
+// A backend sees only the Redis resource (prefix + key); the caller must see the key it gave.
+let masters: RedisMasters;
+let clients: Redis[];
+let locker: Locker;
+beforeAll(async () => {
+  masters = await startMasters(3);
+  clients = masters.clients();
+  locker = createRedlock({ clients, nodeTimeout: 100 });
+});
+afterAll(async () => {
+  await locker.close();
+  for (const client of clients) client.disconnect();
+  await masters.stop();
+});
+
+/** Runs `fn` with masters 1 and 2 frozen (SIGSTOP), then thaws them and drains what they queued. */
+async function withMajorityPaused<T>(fn: () => Promise<T>): Promise<T> {
+  const paused = [masters.servers[1]!, masters.servers[2]!];
+  for (const server of paused) server.pause();
+  try {
+    return await fn();
+  } finally {
+    for (const server of paused) server.resume();
+    await Promise.all([clients[1]!.ping(), clients[2]!.ping()]);
+  }
+}
+
+const caught = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'resolved',
+    (error: unknown) => error,
+  );
+
+describe('RedLock errors', () => {
+  it('name the key the caller gave, never the prefixed resource, in .key and in the message', async () => {
+    const key = 'rl:2';
+    const holder = await locker.acquire(key, { ttl: 5_000 });
+    const busy = await caught(locker.acquire(key, { ttl: 5_000, wait: 0 }));
+    const [acquire, inspect, extend, release] = await withMajorityPaused(async () => [
+      await caught(locker.acquire('rl:3', { ttl: 5_000, wait: 0 })),
+      await caught(locker.inspect(key)),
+      await caught(holder.extend(5_000)),
+      await caught(holder.release()),
+    ]);
+    expect(busy).toBeInstanceOf(LockBusyError);
+    expect((busy as LockBusyError).key).toBe(key);
+    for (const [error, expected] of [
+      [acquire, 'rl:3'],
+      [inspect, key],
+      [extend, key],
+      [release, key],
+    ] as const) {
+      expect(error).toBeInstanceOf(QuorumError);
+      expect(error).toMatchObject({ key: expected, needed: 2, timedOut: 2 });
+      expect((error as QuorumError).message).toMatch(new RegExp(`^lock "${expected}" needs 2 masters`));
+    }
+    await holder.release();
+    expect((await locker.inspect(key)).held).toBe(false);
+  });
+
+  it("name the caller's key as the cause of a lock lost to failed renewals", async () => {
+    const holder = await locker.acquire('rl:renewed', { ttl: 600, renew: true });
+    const lost = new Promise<unknown>((resolve) =>
+      holder.signal.addEventListener('abort', () => resolve(holder.signal.reason), { once: true }),
+    );
+    const reason = await withMajorityPaused(() => lost);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(reason).toMatchObject({ key: 'rl:renewed', reason: 'renewal-failed' });
+    expect((reason as LockLostError).cause).toBeInstanceOf(QuorumError);
+    expect((reason as LockLostError).cause).toMatchObject({ key: 'rl:renewed' });
+  });
+});
