@@ -50,9 +50,7 @@ describe('createLocker', () => {
     expect(() => createLocker({ redis, replication: { replicas: 1, timeout: 2 ** 40 } })).toThrow(
       /invalid option "replication.timeout": 1099511627776/,
     );
-    expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(
-      /unknown option "timeout" \(expected/,
-    );
+    expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/unknown option "timeout" \(expected/);
     expect(await redis.dbsize()).toBe(keys);
   });
 

@@ -65,7 +65,6 @@ export class Hold {
     return this.renewers > 0;
   }
 
-
   /** Aborted with the `LockLostError` once the hold is lost. */
   get signal(): AbortSignal {
     this.controller ??= new AbortController();
