@@ -5,6 +5,7 @@ import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, fallbackToken } from './composite-token.js';
 import { fanOut, tally } from './fan-out.js';
 import type { QuorumContext } from './options.js';
+import { releaseAttempt } from './release-attempts.js';
 
 /**
  * Gives up one hold on every master, whether or not it granted the lease (a late write may have
@@ -14,7 +15,8 @@ import type { QuorumContext } from './options.js';
  * hold of `owner` that a minority still counts (a release or a re-entry's undo that did not
  * reach it) is then released there too, in one more round. Otherwise the answers cannot tell
  * (a majority may still count a hold, with the silent masters): `QuorumError`, and the caller
- * may retry with the same `id`, which takes off no second hold where this one landed. Without
+ * may retry with the same `id`, which takes off no second hold where this one landed, and counts
+ * as released the masters where an earlier attempt freed the key (see `releaseAttempt`). Without
  * an `id` the release is given one of its own: a copy that ioredis resends after a reconnect
  * lost its reply then takes off no second hold of an owner that holds the key more than once.
  */
@@ -29,14 +31,24 @@ export async function releaseOnQuorum(
   if (tokens === null) return 'not-owner';
   const fallback = fallbackToken(tokens, owner);
   const named = id ?? randomUUID();
-  const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis, index) =>
-    context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, named),
+  const attempt = releaseAttempt(context, id);
+  const outcomes = attempt.merge(
+    await fanOut(
+      context.clients,
+      context.nodeTimeout,
+      (redis, index) =>
+        context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, named),
+      attempt.late,
+    ),
   );
   const counts = { released: 0, held: 0, 'not-owner': 0 };
   for (const outcome of outcomes) if (outcome.kind === 'ok') counts[outcome.value]++;
   const { failed, timedOut } = tally(outcomes);
   const { quorum } = context;
-  if (counts.held >= quorum) return 'held';
+  if (counts.held >= quorum) {
+    attempt.forget();
+    return 'held';
+  }
   // Until the silent masters are too few to make a majority of holds, forgetting the hold could
   // leave it counted on a majority, keeping the lock from others for a whole lease.
   if (counts.held + failed + timedOut < quorum) {
@@ -44,6 +56,7 @@ export async function releaseOnQuorum(
     if (counts.released + counts.held >= quorum) reply = 'released';
     else if (counts['not-owner'] > context.clients.length - quorum) reply = 'not-owner';
     if (reply) {
+      attempt.forget();
       // A master still counting a hold that no majority counts keeps the lock from any majority
       // it is part of, so one more master down makes it unavailable for a whole lease.
       if (counts.held > 0) {
