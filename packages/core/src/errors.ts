@@ -151,16 +151,6 @@ export class QuorumError extends LockUnavailableError<'ERR_LOCK_QUORUM'> {
       message: `lock "${key}" needs ${needed} masters: ${agreed} agreed, ${refused} refused, ${failed} failed, ${timedOut} timed out`,
     });
   }
-
-  /** The same failure named by `key`: the masters are sent the Redis resource, the caller knows its own key. */
-  withKey(key: string): QuorumError {
-    const { needed, agreed, refused, failed, timedOut } = this;
-    const options = 'cause' in this ? { cause: this.cause } : undefined;
-    const renamed = new QuorumError(key, needed, agreed, refused, failed, timedOut, options);
-    // Where it was raised, not where it was renamed.
-    if (this.stack) renamed.stack = this.stack.replace(this.message, renamed.message);
-    return renamed;
-  }
 }
 
 /** Release or extend by someone who does not hold the lock. */
@@ -259,6 +249,33 @@ export class LockerClosedError extends LockError<'ERR_LOCK_CLOSED'> {
   constructor() {
     super('ERR_LOCK_CLOSED', 'the locker is closed');
   }
+}
+
+/**
+ * `error` as the caller sees it: a `LockError` a backend raised naming the Redis resource it was
+ * sent (`call.resource`, the key with the locker's prefix) is renamed to the key the caller gave,
+ * in `.key` and in its message, keeping its class, code, every other field, cause and stack.
+ * Anything else is answered as it is.
+ */
+export function callerKeyed(
+  error: unknown,
+  call: { readonly key: string; readonly resource: string },
+): unknown {
+  const { key, resource } = call;
+  if (!(error instanceof LockError) || key === resource || (error as { key?: unknown }).key !== resource) {
+    return error;
+  }
+  // Copied, not constructed again: any class (a custom backend's too) and every field, a secret
+  // non-enumerable one included. Still a native error, as `util.types.isNativeError` tells.
+  const renamed: LockError = Object.setPrototypeOf(new Error(), Object.getPrototypeOf(error));
+  Object.defineProperties(renamed, Object.getOwnPropertyDescriptors(error));
+  // Functions as replacements: a key may hold `$&` or `$1`.
+  const message = error.message.replace(`"${resource}"`, () => `"${key}"`);
+  Object.defineProperty(renamed, 'key', { value: key });
+  Object.defineProperty(renamed, 'message', { value: message });
+  // Where it was raised, not where it was renamed.
+  if (error.stack) renamed.stack = error.stack.replace(error.message, () => message);
+  return renamed;
 }
 
 /** How much of a bad value a message shows: enough to recognise it, never a wall of text. */

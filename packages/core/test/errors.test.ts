@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import {
   AcquireTimeoutError,
   createLocker,
@@ -16,6 +17,7 @@ import {
   UnsafeServerError,
 } from '@lock/core';
 import { describe, expect, it } from 'vitest';
+import { callerKeyed } from '../src/errors.js';
 
 describe('errors', () => {
   it('carry literal codes, all listed in LOCK_ERROR_CODES', () => {
@@ -85,14 +87,45 @@ describe('errors', () => {
     expect(long.message).toContain('…');
   });
 
-  it('renames a QuorumError to the caller key, keeping its counts and cause', () => {
+  it("renames a backend's error to the caller key, keeping its class, fields, cause and stack", () => {
+    const call = { key: 'order:$&', resource: 'lock:order:$&' };
     const late = new Error('granted 900 ms in, past the validity of 850 ms');
-    const error = new QuorumError('lock:order:1', 2, 3, 0, 0, 0, { cause: late }).withKey('order:1');
+    const quorum = new QuorumError(call.resource, 2, 3, 0, 0, 0, { cause: late });
+    const error = callerKeyed(quorum, call) as QuorumError;
     expect(error).toBeInstanceOf(QuorumError);
-    expect(error).toMatchObject({ key: 'order:1', needed: 2, agreed: 3, refused: 0, failed: 0, timedOut: 0 });
+    expect(error).toMatchObject({
+      key: 'order:$&',
+      needed: 2,
+      agreed: 3,
+      refused: 0,
+      failed: 0,
+      timedOut: 0,
+    });
+    expect(error).toMatchObject({
+      code: 'ERR_LOCK_QUORUM',
+      name: 'QuorumError',
+      operation: 'reach a quorum for',
+    });
     expect(error.cause).toBe(late);
-    expect(error.message).toBe('lock "order:1" needs 2 masters: 3 agreed, 0 refused, 0 failed, 0 timed out');
-    expect('cause' in new QuorumError('k', 2, 1, 0, 2, 0).withKey('j')).toBe(false);
+    expect(error.message).toBe('lock "order:$&" needs 2 masters: 3 agreed, 0 refused, 0 failed, 0 timed out');
+    expect(error.stack).toBe(quorum.stack!.replace(quorum.message, () => error.message));
+    expect(types.isNativeError(error)).toBe(true);
+    // The original is left as it was: it may be shared (a `close()` release answering two calls).
+    expect(quorum.key).toBe(call.resource);
+    expect('cause' in (callerKeyed(new ReplicationError(call.resource, 1, 0), call) as Error)).toBe(false);
+    // A secret stays out of sight.
+    const notOwner = callerKeyed(new NotOwnerError(call.resource, 'secret'), call) as NotOwnerError;
+    expect(notOwner.owner).toBe('secret');
+    expect(Object.keys(notOwner)).not.toContain('owner');
+  });
+
+  it('leaves alone what does not name the resource, and what is no LockError', () => {
+    const call = { key: 'k', resource: 'lock:k' };
+    const mine = new LockBusyError('k', 5);
+    const plain = Object.assign(new Error('x'), { key: call.resource });
+    expect(callerKeyed(mine, call)).toBe(mine);
+    expect(callerKeyed(plain, call)).toBe(plain);
+    expect(callerKeyed('lock:k', call)).toBe('lock:k');
   });
 
   it('refuses an unknown option by name, showing a primitive value and never an instance', () => {

@@ -4,6 +4,7 @@ import type { LockBackend } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import {
   AcquireTimeoutError,
+  callerKeyed,
   InvalidOptionError,
   LockAbortError,
   LockBusyError,
@@ -279,7 +280,12 @@ class Engine implements Locker {
 
   async inspect(key: string): Promise<LockInspection> {
     const resource = this.resourceOf(checkKey(key));
-    const inspection = await bounded(this.backend.inspect(resource), this.timeout, key, 'inspect');
+    let inspection: Awaited<ReturnType<LockBackend['inspect']>>;
+    try {
+      inspection = await bounded(this.backend.inspect(resource), this.timeout, key, 'inspect');
+    } catch (error) {
+      throw callerKeyed(error, { key, resource });
+    }
     return { ...inspection, protocol: this.backend.protocol.name };
   }
 
@@ -394,7 +400,7 @@ class Engine implements Locker {
         const validity = this.backend.validityOf?.(lease) ?? lease - clockDrift(lease);
         hold.validUntil = Math.min(hold.validUntil, sentAt + validity);
         this.watchdog.reschedule(hold);
-        throw error;
+        throw callerKeyed(error, hold);
       }
       // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
       if (result) hold.token = result.token;
@@ -449,9 +455,10 @@ class Engine implements Locker {
       let result: ReleaseReply;
       try {
         result = await this.releaseReply(hold, id, beforeClose, calledAt);
-      } catch (error) {
+      } catch (failure) {
         hold.handles += 1;
-        this.emitRelease(hold, 'error', redacted(error));
+        const error = callerKeyed(redacted(failure), hold);
+        this.emitRelease(hold, 'error', error);
         throw unavailable(error, hold.key, 'release');
       }
       // A retry answered by the release that landed late, which ended the hold and said so.
@@ -543,7 +550,11 @@ class Engine implements Locker {
     checkKey(key);
     const settings = this.settings(options);
     const resource = this.resourceOf(key);
-    this.backend.protocol.validate(resource, this.backend.cluster);
+    try {
+      this.backend.protocol.validate(resource, this.backend.cluster);
+    } catch (error) {
+      throw callerKeyed(error, { key, resource });
+    }
     const { explicit } = settings;
     const enclosing =
       explicit === undefined && settings.reentrant ? enclosingHold(this, resource) : undefined;
@@ -767,10 +778,11 @@ class Engine implements Locker {
         try {
           attempt = await this.attempt(request, context, call, linked?.signal);
           unreachable = undefined;
-        } catch (error) {
-          if (signal.aborted && error === signal.reason) throw error;
+        } catch (failure) {
+          if (signal.aborted && failure === signal.reason) throw failure;
+          const error = callerKeyed(redacted(failure), request);
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
-          if (!isUnreachable(error)) throw redacted(error);
+          if (!isUnreachable(error)) throw error;
           unreachable = unavailable(error, request.key, 'acquire') as LockUnavailableError;
           if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
@@ -1004,7 +1016,8 @@ class Engine implements Locker {
 
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
-    hold.lose(new LockLostError(hold.key, reason, cause === undefined ? undefined : { cause }));
+    const options = cause === undefined ? undefined : { cause: callerKeyed(cause, hold) };
+    hold.lose(new LockLostError(hold.key, reason, options));
     this.forget(hold);
     this.emit('lost', hold, () => ({ reason, error: hold.lost! }));
   }

@@ -1,8 +1,7 @@
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
-import { DEFAULT_PREFIX, refuseUnknown } from '../engine/options.js';
+import { refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
 import { backendOn } from './backend.js';
-import { namingCallerKeys } from './caller-keys.js';
 import { type DistinctServers, distinctServers } from './distinct-servers.js';
 import { type QuorumBackendOptions, resolveQuorumOptions } from './options.js';
 
@@ -33,8 +32,7 @@ export function createRedlock(options: RedlockOptions): Locker {
   refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options', CLIENTS_NAMES);
   const { clients, protocol, nodeTimeout, driftFactor, ...engine } = options;
   const context = resolveQuorumOptions({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
-  // An invalid prefix is refused by the engine, before any call.
-  const backend = namingCallerKeys(backendOn(context), engine.prefix ?? DEFAULT_PREFIX);
+  const backend = backendOn(context);
   const servers = distinctServers(context.clients, context.nodeTimeout);
   return createEngine(
     {

@@ -1,8 +1,10 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type RedisMasters, startMasters } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReleaseEvent } from '../../src/engine/events.js';
 import { LockBusyError, LockLostError, QuorumError } from '../../src/errors.js';
-import { createRedlock } from '../../src/index.js';
+import { createEngine, createRedlock, quorumBackend } from '../../src/index.js';
 import type { Locker } from '../../src/types.js';
 
 // A backend sees only the Redis resource (prefix + key); the caller must see the key it gave.
@@ -75,5 +77,28 @@ describe('RedLock errors', () => {
     expect(reason).toMatchObject({ key: 'rl:renewed', reason: 'renewal-failed' });
     expect((reason as LockLostError).cause).toBeInstanceOf(QuorumError);
     expect((reason as LockLostError).cause).toMatchObject({ key: 'rl:renewed' });
+  });
+
+  it("name the caller's key over the quorum backend in an engine of one's own, events included", async () => {
+    const engine = createEngine(quorumBackend({ clients, nodeTimeout: 100 }), { prefix: 'app:' });
+    const holder = await engine.acquire('own:1', { ttl: 5_000 });
+    const events: ReleaseEvent[] = [];
+    const onRelease = (event: unknown) => events.push(event as ReleaseEvent);
+    subscribe('lock:release', onRelease);
+    try {
+      const [acquire, release] = await withMajorityPaused(async () => [
+        await caught(engine.acquire('own:2', { ttl: 5_000, wait: 0 })),
+        await caught(holder.release()),
+      ]);
+      expect(acquire).toBeInstanceOf(QuorumError);
+      expect(acquire).toMatchObject({ key: 'own:2' });
+      expect(release).toBeInstanceOf(QuorumError);
+      expect(release).toMatchObject({ key: 'own:1' });
+      expect(events.find((event) => event.result === 'error')?.error).toMatchObject({ key: 'own:1' });
+    } finally {
+      unsubscribe('lock:release', onRelease);
+    }
+    await holder.release();
+    await engine.close();
   });
 });
