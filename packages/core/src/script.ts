@@ -39,3 +39,17 @@ export class LuaScript {
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
+
+/**
+ * A script sent whole as EVAL, never EVALSHA: for one run rarely and when time is short (a
+ * waiter giving up its turn, an undo), often the first on its server or since a restart,
+ * failover or SCRIPT FLUSH, where `LuaScript`'s NOSCRIPT answer would cost a second round trip.
+ * Rare enough that sending its source each time costs nothing that matters.
+ */
+export class WholeScript {
+  constructor(readonly source: string) {}
+
+  run(redis: RedisClient, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return redis.eval(this.source, keys.length, ...keys, ...args);
+  }
+}

@@ -1,8 +1,7 @@
-import type { LuaScript, RedisClient, ReleaseReply } from '@lock/core';
+import { type LuaScript, type RedisClient, type ReleaseReply, WholeScript } from '@lock/core';
 import { latchTimeout, requestId } from './ids.js';
 import { unlockLatch } from './names.js';
 import undoLua from './undo.lua';
-import { WholeScript } from './whole-script.js';
 
 /** A script run with keys and arguments: a `LuaScript`, or a `WholeScript` (an undo, `undoScriptOf`). */
 export type UnlockScript = Pick<LuaScript, 'run'>;

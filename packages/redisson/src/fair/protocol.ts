@@ -5,6 +5,7 @@ import {
   LuaScript,
   type RedisClient,
   type ReleaseReply,
+  WholeScript,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
 import attemptLua from '../attempt.lua';
@@ -20,7 +21,6 @@ import {
 import { checkOptionalMs } from '../options.js';
 import { publishCommand } from '../publish.js';
 import { unlockWithLatch } from '../unlock.js';
-import { WholeScript } from '../whole-script.js';
 import acquireLua from './acquire.lua';
 import deadWaitersLua from './dead-waiters.lua';
 import forceReleaseLua from './force-release.lua';

@@ -13,7 +13,7 @@ import type {
 } from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
 import recentIdsLua from '../../recent-ids.lua';
-import { LuaScript } from '../../script.js';
+import { LuaScript, WholeScript } from '../../script.js';
 import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import abandonLua from './abandon.lua';
@@ -26,7 +26,8 @@ import raiseFenceLua from './raise-fence.lua';
 import releaseLua from './release.lua';
 
 const acquireScript = new LuaScript(expiryGuardLua + nextFenceLua + recentIdsLua + acquireLua);
-const abandonScript = new LuaScript(expiryGuardLua + nextFenceLua + handOnLua + abandonLua);
+// Run on an abort or a deadline, with the caller waiting on it: see WholeScript.
+const abandonScript = new WholeScript(expiryGuardLua + nextFenceLua + handOnLua + abandonLua);
 const releaseScript = new LuaScript(expiryGuardLua + nextFenceLua + handOnLua + recentIdsLua + releaseLua);
 
 /** A release message naming the next queued owner: `released:<owner>`. */
