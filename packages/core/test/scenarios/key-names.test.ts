@@ -154,11 +154,7 @@ describe('S25 on a 3-master cluster', () => {
           return 'locked';
         },
         (error: unknown) => {
-          if (
-            error instanceof InvalidKeyError &&
-            error.key === `lock:${name}` &&
-            /\{hash tag\}/.test(error.message)
-          ) {
+          if (error instanceof InvalidKeyError && error.key === name && /\{hash tag\}/.test(error.message)) {
             return 'refused by name';
           }
           // What sending an untagged name's keys to the cluster would bring, counted apart.
