@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { detached } from '../engine/detached.js';
 import { checkMs } from '../engine/options.js';
+import { pause } from '../engine/pause.js';
 import type { RedisClient } from '../protocol.js';
 import { type PubSubMode, pubSubMode } from '../pub-sub-mode.js';
 import { isCluster } from '../topology.js';
@@ -93,7 +94,13 @@ export class ReleaseListener {
     const current = channel;
     try {
       await current.subscribed;
-      if (inboxing) await within(inboxing, INBOX_WAIT_MS);
+      if (inboxing) {
+        // `inboxing` never rejects.
+        await pause(INBOX_WAIT_MS, undefined, (wake) => {
+          inboxing.then(wake);
+          return () => {};
+        });
+      }
     } catch (error) {
       current.listeners.delete(onRelease);
       if (this.channels.get(channelName) === current) this.channels.delete(channelName);
@@ -235,20 +242,6 @@ export class ReleaseListener {
     );
     this.connection = connection;
     return connection;
-  }
-}
-
-/** Settles when `promise` does, or after `ms` at the latest. */
-async function within(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  try {
-    await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
