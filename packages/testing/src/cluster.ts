@@ -1,7 +1,7 @@
 import { Cluster, type ClusterOptions } from 'ioredis';
 import { adminClient } from './admin.js';
 import { OwnedClients } from './clients.js';
-import { startServers, stopServers } from './group.js';
+import { startServers, stopAfter, stopServers } from './group.js';
 import { info } from './info.js';
 import type { Address, RedisServer, RedisServerOptions } from './server.js';
 import { checkInteger } from './validate.js';
@@ -78,8 +78,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
     await form(nodes, slotRanges, replicasPerMaster, timeout);
     return new ClusterSetup(masters, nodes.slice(masterCount), nodes, slotRanges);
   } catch (error) {
-    await stopServers(nodes);
-    throw error;
+    return stopAfter(error, nodes);
   }
 }
 

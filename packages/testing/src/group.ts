@@ -5,14 +5,42 @@ export async function startServers(count: number, options: RedisServerOptions = 
   const results = await Promise.allSettled(Array.from({ length: count }, () => startRedis(options)));
   const servers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failure = results.find((result) => result.status === 'rejected');
-  if (failure) {
-    await stopServers(servers);
-    throw failure.reason;
-  }
+  if (failure) await stopAfter(failure.reason, servers);
   return servers;
 }
 
-/** Stops servers in parallel. */
+/**
+ * Stops the servers a failed setup started, then throws its error: the one that says what went
+ * wrong, also when a stop fails too (then both, in an `AggregateError`, the setup's first).
+ */
+export async function stopAfter(error: unknown, servers: readonly RedisServer[]): Promise<never> {
+  try {
+    await stopServers(servers);
+  } catch (stopError) {
+    throw new AggregateError([error, stopError], 'setup failed, and so did stopping its servers');
+  }
+  throw error;
+}
+
+/**
+ * Stops servers in parallel and waits for every stop, also after one failed: a caller that moved
+ * on at the first rejection would leave the other processes running. Rethrows the failure, or an
+ * `AggregateError` of them all when several failed.
+ */
 export async function stopServers(servers: readonly RedisServer[]): Promise<void> {
-  await Promise.all(servers.map((server) => server.stop()));
+  await stopGroups([servers]);
+}
+
+/**
+ * Stops each group in parallel, the groups one after the other (e.g. sentinels before the nodes
+ * they watch), going on to the next group when one failed; throws as `stopServers` does.
+ */
+export async function stopGroups(groups: readonly (readonly RedisServer[])[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const servers of groups) {
+    const results = await Promise.allSettled(servers.map((server) => server.stop()));
+    for (const result of results) if (result.status === 'rejected') failures.push(result.reason);
+  }
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `${failures.length} servers failed to stop`);
 }

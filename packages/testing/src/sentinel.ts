@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { adminClient } from './admin.js';
 import { OwnedClients } from './clients.js';
-import { startServers, stopServers } from './group.js';
+import { startServers, stopAfter, stopGroups } from './group.js';
 import { info } from './info.js';
 import { type Address, type RedisServer, type RedisServerOptions, startRedis } from './server.js';
 import { checkInteger } from './validate.js';
@@ -97,8 +97,7 @@ export async function startSentinel(options: StartSentinelOptions = {}): Promise
     await setup.settled(master);
     return setup;
   } catch (error) {
-    await stopServers(started);
-    throw error;
+    return stopAfter(error, started);
   }
 }
 
@@ -217,8 +216,7 @@ class SentinelSetup implements RedisSentinel {
 
   async stop(): Promise<void> {
     this.clients.disconnectAll();
-    await stopServers(this.sentinels);
-    await stopServers(this.nodes);
+    await stopGroups([this.sentinels, this.nodes]);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
