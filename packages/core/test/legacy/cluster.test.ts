@@ -3,7 +3,7 @@ import { startCluster } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { waiterSubscribed } from '../contract/keys.js';
 
-it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; an untagged one is refused', async () => {
+it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; an untagged one is refused, one whole tag taken', async () => {
   await using cluster = await startCluster({ masters: 3, replicasPerMaster: 0 });
   const redis = cluster.client();
   const locker = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
@@ -32,6 +32,11 @@ it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; 
   await expect(locker.acquire('lock_goods:300', { ttl: 3_000 })).rejects.toThrow(InvalidKeyError);
   await expect(locker.acquire('lock_goods:300', { ttl: 3_000 })).rejects.toThrow(/\{hash tag\}/);
   expect(await redis.exists('lock_goods:300')).toBe(0);
+  // Refused off a cluster for sharing its side keys with `lock_goods`, which a cluster refuses.
+  const whole = await locker.acquire('{lock_goods}', { ttl: 3_000 });
+  expect(await redis.hget('{lock_goods}:owner', 'owner')).toBe(whole.owner);
+  await whole.release();
+  expect(await redis.exists('{lock_goods}', '{lock_goods}:owner')).toBe(0);
   await locker.close();
   await slowPoller.close();
 }, 60_000);

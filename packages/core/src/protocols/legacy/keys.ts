@@ -38,14 +38,29 @@ export function legacyKeys(resource: string): LegacyKeys {
 }
 
 /**
- * The lock key cannot be wrapped in braces (the legacy fleets use its exact bytes), so on a
- * cluster the name itself must carry the hash tag that puts the fence counter in its slot.
+ * Refuses, before anything is written, a name whose keys would be another name's on this
+ * topology. The lock key keeps its exact bytes (the legacy fleets use them), so on a cluster the
+ * name itself must carry the hash tag that puts the fence counter in its slot. Off a cluster, a
+ * name that is one whole tag (`{x}`) would keep its side keys where `x`, wrapped, keeps its own;
+ * on a cluster `x` is refused for want of a tag, so there `{x}` has no partner and is taken.
  */
-export function requireHashTagOnCluster(resource: string, cluster: boolean): void {
-  if (cluster && hashTag(resource) === null) {
+export function checkNameFor(resource: string, cluster: boolean): void {
+  if (cluster) {
+    if (hashTag(resource) === null)
+      throw new InvalidKeyError(
+        resource,
+        'on a cluster a legacy lock name needs a {hash tag} so that its fence counter shares its slot, e.g. "{lock_goods}:300"',
+      );
+  } else if (isWholeTag(resource)) {
+    // The reason names no part of the key: adapters show it to clients (InvalidKeyError.reason).
     throw new InvalidKeyError(
       resource,
-      'on a cluster a legacy lock name needs a {hash tag} so that its fence counter shares its slot, e.g. "{lock_goods}:300"',
+      'off a cluster, a lock key (prefix included) that is one whole {hash tag} shares its owner record and release channel with the same key without the braces; add something outside them, e.g. ":lock"',
     );
   }
+}
+
+/** Whether `resource` is what `x` is wrapped into for its side keys, `{x}` (`{}` is no one's: `''` is refused). */
+function isWholeTag(resource: string): boolean {
+  return resource.length > 2 && slotKey(resource.slice(1, -1)) === resource;
 }

@@ -12,7 +12,7 @@ import { extendOne, releaseReply } from '../replies.js';
 import acquireLua from './acquire.lua';
 import extendLua from './extend.lua';
 import inspectLua from './inspect.lua';
-import { legacyKeys, requireHashTagOnCluster } from './keys.js';
+import { checkNameFor, legacyKeys } from './keys.js';
 import { type LegacyUnit, leaseUnits, MAX_TTL, msPerUnit, paddingUnits } from './lease.js';
 import ownerRecordLua from './owner-record.lua';
 import releaseLua from './release.lua';
@@ -108,7 +108,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
 
     validate(resource, cluster) {
       legacyKeys(resource);
-      requireHashTagOnCluster(resource, cluster);
+      checkNameFor(resource, cluster);
     },
 
     checkTtl(ttl) {
@@ -130,7 +130,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
     async acquire(redis, resource, owner, ttl, context) {
       const lease = leaseUnits(unit, ttl);
       const keys = legacyKeys(resource);
-      requireHashTagOnCluster(resource, isCluster(redis));
+      checkNameFor(resource, isCluster(redis));
       const reply = await acquireScript.run(
         redis,
         [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.owner, keys.oldCounter],
