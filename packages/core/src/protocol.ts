@@ -19,6 +19,13 @@ export type AcquireReply =
        * deadline follows what the server will honour. Default: the requested ttl.
        */
       readonly ttl?: number;
+      /**
+       * On a re-entry, the value of the fence counter the next first acquisition
+       * here would increment: at least every fence written back to this server. RedLock draws
+       * a re-entry that no majority re-entered (the hold was lost; this server kept it) above
+       * it, as a new hold. Default: unknown (such a re-entry reports the hold's fence).
+       */
+      readonly counter?: number;
     }
   | {
       readonly acquired: false;

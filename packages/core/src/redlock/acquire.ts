@@ -48,16 +48,15 @@ export async function acquireOnQuorum(
     },
   );
   const tokens: (string | null)[] = [];
-  const fences: (number | null)[] = [];
   const refused: boolean[] = [];
-  const grants: Granted[] = [];
+  const replies: (Granted | null)[] = [];
   for (const outcome of outcomes) {
     const reply = outcome.kind === 'ok' ? outcome.value : null;
     tokens.push(reply?.acquired ? reply.token : null);
-    fences.push(reply?.acquired ? reply.fence : null);
     refused.push(reply?.acquired === false);
-    if (reply?.acquired) grants.push(reply);
+    replies.push(reply?.acquired ? reply : null);
   }
+  const grants = replies.filter((reply) => reply !== null);
 
   if (grants.length >= quorum) {
     // The count a majority has reached: on re-entry the majority that granted the first hold says > 1.
@@ -68,8 +67,8 @@ export async function acquireOnQuorum(
       ) ?? 1;
     const fence = fenceOf(grants, holds);
     const [publication] = await Promise.all([
-      publishFence(context, resource, owner, fence, fences),
-      holds > 1 && keepFence(context, resource, owner, fence, outcomes),
+      publishFence(context, resource, owner, fence, countersOf(replies, holds)),
+      keepFence(context, resource, owner, fence, holds, replies),
     ]);
     const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
     const elapsed = context.clock() - start;
@@ -127,33 +126,67 @@ function undoOn(
 /**
  * The grant's fence. A re-entry (`holds` > 1: a majority re-entered) keeps the fence of the hold,
  * which the masters that re-entered it hold: a master that had lost the key granted the re-entry
- * as a first acquisition, with a fence it drew for itself, which is not the hold's.
+ * as a first acquisition, with a fence it drew for itself, which is not the hold's. Otherwise the
+ * grant is a new hold, drawn above every master's counter (see `drawn`).
  */
 function fenceOf(grants: readonly Granted[], holds: number): number {
-  const kept = holds > 1 ? grants.filter((grant) => grant.holds > 1) : grants;
-  return Math.max(...kept.map((grant) => grant.fence));
+  if (holds > 1) return Math.max(...grants.filter((grant) => grant.holds > 1).map((grant) => grant.fence));
+  return Math.max(...grants.map(drawn));
 }
 
 /**
- * Gives the re-entered hold's `fence` to the masters that granted the re-entry as a first
- * acquisition with another fence (see `fenceOf`), so that a later re-entry they answer reports
- * it too. It runs alongside the fence write-back, in the same round: a master that misses it
- * matters only to a later re-entry that it answers.
+ * What a master's grant adds to a new hold's fence. A first acquisition drew its fence there. A
+ * re-entry that no majority re-entered answers the owner's hold that this master kept after the
+ * lease was lost (an explicit owner's, whose release here was lost): its fence is that old hold's,
+ * below what the counter here may have reached since (the fences of later holders, written back
+ * here). Should this master be all this majority shares with the one the last fence reached, a
+ * fence not above its counter could be below the last holder's: so it stands for a draw above
+ * its counter, whatever became of the release.
+ */
+function drawn(grant: Granted): number {
+  if (grant.holds === 1 || grant.counter === undefined) return grant.fence;
+  return Math.max(grant.fence, grant.counter) + 1;
+}
+
+/**
+ * What each master's counter is known to hold, for the write-back (see `publishFence`): a new
+ * hold's draw, and for a re-entry the hold's fence, or for a re-entry in a new hold (`drawn`)
+ * what it reported of its counter; null where nothing is known.
+ */
+function countersOf(replies: readonly (Granted | null)[], holds: number): (number | null)[] {
+  return replies.map((reply) => {
+    if (reply === null) return null;
+    if (holds > 1 || reply.holds === 1) return reply.fence;
+    return reply.counter ?? null;
+  });
+}
+
+/**
+ * Gives the grant's `fence` to the holds that were not given it: in a re-entry (`holds` > 1), to
+ * the masters that granted it as a first acquisition with another fence (see `fenceOf`); in a new
+ * hold, to the masters that answered with an old hold of the owner (see `drawn`). A later
+ * re-entry they answer then reports it too. It runs alongside the fence write-back, in the same
+ * round: a master that misses it matters only to a later re-entry that it answers.
  */
 async function keepFence(
   context: QuorumContext,
   resource: string,
   owner: string,
   fence: number,
-  outcomes: readonly NodeOutcome<AcquireReply>[],
+  holds: number,
+  replies: readonly (Granted | null)[],
 ): Promise<void> {
   const { protocol } = context;
-  const drewOwn = context.clients.filter((_, index) => {
-    const reply = outcomes[index]?.kind === 'ok' ? outcomes[index].value : undefined;
-    return reply?.acquired === true && reply.holds === 1 && reply.fence !== fence;
+  const reentry = holds > 1;
+  const stray = context.clients.filter((_, index) => {
+    const reply = replies[index];
+    if (reply == null || reply.fence === fence) return false;
+    // This master answered the other kind of grant than the one the majority decided on.
+    const reentered = reply.holds > 1;
+    return reentered !== reentry;
   });
-  if (!protocol.keepFence || drewOwn.length === 0) return;
-  await fanOut(drewOwn, context.nodeTimeout, (redis) => protocol.keepFence!(redis, resource, owner, fence));
+  if (!protocol.keepFence || stray.length === 0) return;
+  await fanOut(stray, context.nodeTimeout, (redis) => protocol.keepFence!(redis, resource, owner, fence));
 }
 
 /**

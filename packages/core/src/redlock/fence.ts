@@ -54,14 +54,16 @@ export interface FencePublication {
 
 /**
  * The write half of the quorum max-register. `fence` is the largest counter the agreeing nodes
- * returned; once a majority of nodes hold a counter of at least `fence`, every later majority
- * shares a node with it, so the next first acquisition there increments past `fence` and fences
- * strictly increase across owners even when different majorities serve them. Nodes already known
- * to be at `fence` are not written; when they alone form a majority no round trip is spent.
- * Each node written also stores `fence` with `owner`'s hold there, so that a re-entry answered
- * by another majority reports the same fence, not a lower one a node drew for itself. A node
- * that lost its counter (restarted without persistence) keeps the argument only because its
- * new counter is seeded above the old one (see `seededAcquire`).
+ * returned (or one above the larger of an owner's old hold's fence and the counter a node
+ * reported with it: see `drawn` in acquire.ts), and `known` what each node's counter is known to hold. Once a majority of nodes
+ * hold a counter of at least `fence`, every later majority shares a node with it, so the next
+ * new hold draws past `fence` there and fences strictly increase across owners even when
+ * different majorities serve them. Nodes already known to be at `fence` are not written; when
+ * they alone form a majority no round trip is spent. Each node written also stores `fence` with
+ * `owner`'s hold there, so that a re-entry answered by another majority reports the same fence,
+ * not a lower one a node drew for itself. A node that lost its counter (restarted without
+ * persistence) keeps the argument only because its new counter is seeded above the old one (see
+ * `seededAcquire`).
  */
 export async function publishFence(
   context: QuorumContext,

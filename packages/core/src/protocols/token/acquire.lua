@@ -31,8 +31,13 @@
             channel. Only a caller that may wait sends it, and only on plain pub/sub
 
   Output:
-    { 1, fence, holds, pttl }  acquired (holds = 1) or re-entered (holds > 1, fence unchanged);
-                               pttl is the lock's TTL now (a re-entry never shortens it)
+    { 1, fence, holds, pttl }  acquired (holds = 1); pttl is the lock's TTL now
+    { 1, fence, holds, pttl, counter }
+                               the owner held it already: re-entered (holds > 1, fence
+                               unchanged, pttl never shortened), or a fresh owner's earlier
+                               attempt answered as it stands; counter = the fence counter now
+                               (0 if none), which a first acquisition here would draw above:
+                               RedLock draws above it a re-entry that no majority re-entered
     { 0, pttl, now }           held by another owner; pttl = its remaining ms (-1 if it has no TTL);
                                now = the server's time in ms when the owner was queued (absent
                                when it was not), against which a direct grant's time is read
@@ -93,7 +98,7 @@ if held then
   -- A hold taken by an earlier version keeps its fence in the per-key counter.
   local fence = rcall('hget', lock, '') or rcall('get', oldCounter) or '0'
   dequeue()
-  return { 1, tonumber(fence), holds, pttl }
+  return { 1, tonumber(fence), holds, pttl, tonumber(rcall('get', counter) or '0') }
 end
 
 -- Refused: a caller that will wait joins the queue (first registration fixes its place), so the

@@ -36,8 +36,10 @@ const ADDRESSED = 'released:';
 const GRANTED = 'granted:';
 const extendScript = new LuaScript(extendLua);
 const inspectScript = new LuaScript(inspectLua);
-const keepFenceScript = new LuaScript(keepFenceLua);
-const raiseFenceScript = new LuaScript(raiseFenceLua);
+// Rare (RedLock's seed and write-back, after the masters' counters diverged), often the first run
+// on a server: see WholeScript.
+const keepFenceScript = new WholeScript(keepFenceLua);
+const raiseFenceScript = new WholeScript(raiseFenceLua);
 
 /** Keys of one token lock, all in one slot; what each script takes is built once per resource. */
 interface TokenKeys {
@@ -150,7 +152,14 @@ export function tokenProtocol(): LockProtocol {
         context?.followUp,
       )) as number[];
       if (reply[0] === 1) {
-        return { acquired: true, fence: reply[1]!, holds: reply[2]!, token: owner, ttl: reply[3]! };
+        return {
+          acquired: true,
+          fence: reply[1]!,
+          holds: reply[2]!,
+          token: owner,
+          ttl: reply[3]!,
+          counter: reply[4],
+        };
       }
       return { acquired: false, remaining: reply[1]!, serverTime: reply[2] };
     },
