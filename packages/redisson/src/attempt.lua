@@ -9,7 +9,8 @@
   redisson_lock_attempt:{name}:<field>, last in KEYS, and its attempt id last in ARGV; an
   unnamed one (a direct protocol call) passes neither, and counts as often as it is sent. The
   list holds "<fence>:<attempt id>" of the field's latest applied attempts, newest first (the
-  fair lock also keeps a marker naming no attempt for a turn it keeps: see fair/turn.lua).
+  fair lock also keeps a marker naming no attempt for a turn it keeps, and one for a kept turn
+  given up: see fair/turn.lua).
 
   How many it keeps: a copy can only be of an attempt whose reply the client has not read yet.
   ioredis resends on the one connection, in order and ahead of anything sent after the reset,
@@ -39,10 +40,12 @@
   `recordAttempt(latches, attempt, fence, holds, ttl)`: once the steps that can fail are behind,
   before the first write, so that a failing attempt writes nothing; `holds` is the field's
   count and `ttl` the lock's TTL once the attempt is applied. A latch naming no attempt (a fair
-  lock's kept turn, "<fence>::<end>", always the list's last: fair/turn.lua) stands for a hold
-  no attempt in the list counted, so it stays out of the cut, which keeps the newest holds - 1
-  attempts beside it: entries of holds given back since (an unlock takes none out) would
-  otherwise push it out, and the kept grant would be counted as an ordinary hold.
+  lock's kept turn, "<fence>::<end>", or a given-up turn's "::wake", always the list's last:
+  fair/turn.lua) stays out of the cut, which keeps beside it the newest holds - 1 attempts for a
+  kept turn (it stands for a hold no attempt in the list counted), the newest holds for a given-up
+  one (it stands for none): entries of holds given back since (an unlock takes none out) would
+  otherwise push it out, the kept grant then counted as an ordinary hold, the given-up turn's
+  waiters then left unwoken. A first hold drops it: it is of an earlier life of the lock.
   The acquire scripts also get @lock/core's expiry-guard.lua, prefixed first: `mayExpire(...)`
   asks, before any write, whether this user may PEXPIRE the lock hash and the latch lists, and
   they refuse with EXPIRY_REFUSED otherwise (a user allowed HINCRBY or LPUSH but not PEXPIRE
@@ -83,11 +86,13 @@ local function recordAttempt(latches, attempt, fence, holds, ttl)
     return
   end
   local oldest = redis.call('lindex', latches, -1)
+  local marker = oldest and holds > 1 and string.match(oldest, '^(%d*)::')
   -- A marker is taken off only after the push: emptied, the list would come back without a TTL.
   redis.call('lpush', latches, string.format('%d:%s', fence, attempt))
-  if oldest and holds > 1 and string.find(oldest, '^%d+::') then
+  if marker then
+    local beside = marker == '' and holds or holds - 1
     redis.call('rpop', latches)
-    redis.call('ltrim', latches, 0, holds - 2)
+    redis.call('ltrim', latches, 0, beside - 1)
     redis.call('rpush', latches, oldest)
   else
     redis.call('ltrim', latches, 0, holds - 1)

@@ -6,7 +6,9 @@
   unlock would free it: the head of the queue is woken (before anything is written, as in the
   release script), the dead waiters ahead of it dropped, and the lock and the owner's attempt
   latches deleted. Holds the same thread took meanwhile through an RLock handle of the same
-  name are still its: then only the kept hold is taken off, with its marker.
+  name are still its: then only the kept hold is taken off, its marker replaced by the one that
+  has their last unlock wake the head of the queue (WAKE_FAIR_QUEUE, turn.lua), and the latches
+  live as long as those holds.
   (dead-waiters.lua and turn.lua are prefixed to this script.)
 
   KEYS[1] queue list redisson_lock_queue:{name}
@@ -29,7 +31,14 @@ if holds then
   kept, _, marker = keptTurn(latches)
 end
 if kept and holds > 1 then
+  -- The latches' TTL first: a user refused PEXPIRE then fails before anything is written.
+  local ttl = redis.call('pttl', lock)
+  if redis.call('pttl', latches) < ttl then
+    redis.call('pexpire', latches, ttl)
+  end
   redis.call('hincrby', lock, ARGV[1], -1)
+  -- Pushed before the marker leaves: emptied, the list would come back without a TTL.
+  redis.call('rpush', latches, WAKE_FAIR_QUEUE)
   redis.call('lrem', latches, 1, marker)
 elseif kept then
   local dead, head = deadWaiters(queue, deadlines, tonumber(ARGV[3]))

@@ -11,6 +11,14 @@
   `keptTurn(latches)`: the fence of the owner's kept grant, its deadline and its marker, else nil.
   `keptTurnLeft(latches, holds)`: after a partial unlock left the owner `holds` holds, the ms its
   kept grant has left (at least 1) when the one hold left is that grant, else nil.
+
+  A kept turn given up while the thread holds the lock besides (give-up.lua) leaves those holds
+  as a plain RLock's, whose unlock wakes no fair waiter: Java's fair waiters listen on their own
+  channels only, and would poll again only at the end of the TTL they last read (the RLock
+  hold's, up to its 30 s lease). So its marker is replaced by WAKE_FAIR_QUEUE, which stands for
+  no hold and names no attempt, for the unlock that frees the lock to wake the head of the fair
+  queue too (lock/release.lua).
+  `wakesFairQueue(latches)`: whether the owner's list holds that marker.
 ]]
 local function serverMs()
   local time = redis.call('time')
@@ -29,6 +37,17 @@ local function keptTurn(latches)
     end
   end
   return nil
+end
+
+local WAKE_FAIR_QUEUE = '::wake'
+
+local function wakesFairQueue(latches)
+  for _, entry in ipairs(redis.call('lrange', latches, 0, -1)) do
+    if entry == WAKE_FAIR_QUEUE then
+      return true
+    end
+  end
+  return false
 end
 
 local function keptTurnLeft(latches, holds)

@@ -22,6 +22,10 @@
   and writes nothing, and the caller runs it again with them. An ACL user kept off the fair
   lock's keys unlocks RLocks as in Java.
 
+  The last hold also wakes the first live waiter of the fair queue, after the unlock message,
+  when the thread's fair-lock call gave its kept turn up while it held these holds
+  (WAKE_FAIR_QUEUE, turn.lua): they stand in for the fair grant those waiters queued for.
+
   KEYS[1] lock hash
   KEYS[2] channel redisson_lock__channel:{name} (a fair waiter's channel adds ":<owner>")
   KEYS[3] the owner's attempt latches redisson_lock_attempt:{name}:<owner>
@@ -69,7 +73,15 @@ if holds > 1 then
     keepAttempts(KEYS[3], ttl)
   end
 else
+  local wake = wakesFairQueue(KEYS[3])
+  if wake and not fair then
+    return -1
+  end
   redis.call(ARGV[4], KEYS[2], ARGV[1])
+  if wake then
+    local dead, head = deadWaiters(KEYS[4], KEYS[5], tonumber(ARGV[5]))
+    wakeHead(KEYS[4], KEYS[5], dead, head, ARGV[4], KEYS[2], ARGV[1])
+  end
   redis.call('del', lock, KEYS[3])
   outcome = 1
 end
