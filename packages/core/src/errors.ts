@@ -113,24 +113,37 @@ export class LockLostError extends LockError<'ERR_LOCK_LOST'> {
  * without knowing whether anyone holds the lock. `cause` is what the call failed with: the
  * client's rejection of the command (ioredis rejects with its own errors, e.g. `enableOfflineQueue`
  * off or `maxRetriesPerRequest` reached, never with the refused connection's) or
- * `CommandTimeoutError`. Adapters answer 503 (or fail open, by option).
+ * `CommandTimeoutError`. Why the connection was down, when the client said so, is
+ * `connectionError`, also named in the message. Adapters answer 503 (or fail open, by option).
  */
 export class LockUnavailableError<
   Code extends 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM' = 'ERR_LOCK_UNAVAILABLE' | 'ERR_LOCK_QUORUM',
 > extends LockError<Code> {
   override name = 'LockUnavailableError';
+  /**
+   * The last error of the client's connection (a refused or failed connect, an unknown host, a
+   * refused login: `connect ECONNREFUSED 127.0.0.1:6390`, `getaddrinfo ENOTFOUND redis`,
+   * `WRONGPASS …`) when the call got no answer while the connection was down; absent otherwise.
+   */
+  declare readonly connectionError?: Error;
   constructor(
     readonly key: string,
     /** What was being done: `'acquire'`, `'release'`, `'extend'`, `'inspect'`, … */
     readonly operation: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { connectionError?: Error },
     /** Subclasses name a more precise failure of the same kind (a quorum of masters unreachable). */
     detail: { code: Code; message: string } = {
       code: 'ERR_LOCK_UNAVAILABLE' as Code,
       message: `Redis is unavailable: could not ${operation} lock "${key}"`,
     },
   ) {
-    super(detail.code, detail.message, options);
+    const connection = options?.connectionError;
+    super(
+      detail.code,
+      connection ? `${detail.message} (last connection error: ${connection.message})` : detail.message,
+      options,
+    );
+    if (connection) this.connectionError = connection;
   }
 }
 
@@ -184,11 +197,16 @@ export class ReplicationError extends LockError<'ERR_LOCK_NOT_REPLICATED'> {
   }
 }
 
-/** An option has a value the library cannot use; nothing was written. */
+/** An option has a value the library cannot use, or a name it does not know; nothing was written. */
 export class InvalidOptionError extends LockError<'ERR_LOCK_INVALID_OPTION'> {
   override name = 'InvalidOptionError';
   constructor(
+    /** The option as the caller wrote it, a nested one with its path: `'retry.base'`. */
     readonly option: string,
+    /**
+     * The value refused. `undefined` for an unknown name (see `unknown`): it is not kept, since
+     * whatever prints the error (a logger, `console.error`, `JSON.stringify`) would show it.
+     */
     readonly value: unknown,
     expected: string,
     message = `invalid option "${option}": ${describe(value)} (expected ${expected})`,
@@ -198,19 +216,14 @@ export class InvalidOptionError extends LockError<'ERR_LOCK_INVALID_OPTION'> {
 
   /**
    * An option nothing reads: a misspelt or misplaced name, `meant` the known one it likely stands
-   * for. Its value is not shown: a password or a client under a wrong name would be logged, and
-   * says nothing of the mistake.
+   * for. Its value is neither shown nor kept: a password or a client under a wrong name would be
+   * logged, and it says nothing of the mistake.
    */
-  static unknown(
-    option: string,
-    value: unknown,
-    expected: string,
-    meant: string | undefined,
-  ): InvalidOptionError {
+  static unknown(option: string, expected: string, meant: string | undefined): InvalidOptionError {
     const hint = meant === undefined ? '' : `. Did you mean "${meant}"?`;
     return new InvalidOptionError(
       option,
-      value,
+      undefined,
       expected,
       `unknown option "${option}" (expected ${expected})${hint}`,
     );
@@ -269,13 +282,27 @@ export function callerKeyed(
   // non-enumerable one included. Still a native error, as `util.types.isNativeError` tells.
   const renamed: LockError = Object.setPrototypeOf(new Error(), Object.getPrototypeOf(error));
   Object.defineProperties(renamed, Object.getOwnPropertyDescriptors(error));
-  // Functions as replacements: a key may hold `$&` or `$1`.
-  const message = error.message.replace(`"${resource}"`, () => `"${key}"`);
+  const message = renamedIn(error.message, resource, key);
   Object.defineProperty(renamed, 'key', { value: key });
   Object.defineProperty(renamed, 'message', { value: message });
   // Where it was raised, not where it was renamed.
   if (error.stack) renamed.stack = error.stack.replace(error.message, () => message);
   return renamed;
+}
+
+/**
+ * `message` naming `key` where it named `resource`: as written between quotes, or as `describe`
+ * shows a value (clipped past `SHOWN` characters, quotes and backslashes escaped).
+ */
+function renamedIn(message: string, resource: string, key: string): string {
+  for (const [from, to] of [
+    [`"${resource}"`, `"${key}"`],
+    [describe(resource), describe(key)],
+  ] as const) {
+    // Functions as replacements: a key may hold `$&` or `$1`.
+    if (message.includes(from)) return message.replace(from, () => to);
+  }
+  return message;
 }
 
 /** How much of a bad value a message shows: enough to recognise it, never a wall of text. */

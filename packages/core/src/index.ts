@@ -33,6 +33,8 @@ export {
   MAX_KEY_BYTES,
   MAX_TTL,
   MIN_TTL,
+  type OptionAlias,
+  refuseUnknown,
 } from './engine/options.js';
 export {
   AcquireTimeoutError,

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { createLocker, InvalidOptionError, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
@@ -39,13 +40,17 @@ describe('createLocker', () => {
     expect(() => createLocker({ redis, retry: { base: 2_000 } })).toThrow(
       'invalid option "retry.base": 2000 (expected at most retry.max (1000 when not given))',
     );
+    // Named with its path, as a bad value of a known one is.
+    expect(() => createLocker({ redis, retry: { bsae: 20 } } as never)).toThrow(
+      'unknown option "retry.bsae" (expected one of the retry options: base, max, jitter). Did you mean "retry.base"?',
+    );
     expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
       /replication.replicas/,
     );
     expect(() =>
       createLocker({ redis, replication: { replicas: 1, timeout: 10, timout: 5 } as never }),
     ).toThrow(
-      'unknown option "timout" (expected one of the replication options: replicas, timeout). Did you mean "timeout"?',
+      'unknown option "replication.timout" (expected one of the replication options: replicas, timeout). Did you mean "replication.timeout"?',
     );
     expect(() => createLocker({ redis, replication: { replicas: 1, timeout: 2 ** 40 } })).toThrow(
       /invalid option "replication.timeout": 1099511627776/,
@@ -63,9 +68,15 @@ describe('createLocker', () => {
       }
       throw new Error('accepted');
     };
+    // Kept nowhere a logger or an uncaught print would show it: a secret under a wrong name.
+    const secret = 'hunter2-not-to-be-logged';
+    const leaked = error(() => createLocker({ redis, passwrd: secret } as never));
+    expect(JSON.stringify(leaked)).not.toContain(secret);
+    expect(inspect(leaked)).not.toContain(secret);
+    expect(leaked.value).toBeUndefined();
     const misnamed = error(() => createLocker({ client: redis } as never));
     expect(misnamed).toBeInstanceOf(InvalidOptionError);
-    expect(misnamed).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'client', value: redis });
+    expect(misnamed).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'client', value: undefined });
     expect(misnamed.message).toMatch(
       /^unknown option "client" \(expected one of the locker options: redis, /,
     );

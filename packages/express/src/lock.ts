@@ -122,7 +122,7 @@ type Onward = (req: Request, res: Response, next: NextFunction) => unknown;
  * frees the lock while the handler may still run: use `locked()` for a handler that writes.
  */
 export function lock(options: ExpressLockOptions): RequestHandler {
-  return gated(options, (_req, _res, next) => next());
+  return gated(options, 'the lock() options', (_req, _res, next) => next());
 }
 
 /**
@@ -133,15 +133,15 @@ export function lock(options: ExpressLockOptions): RequestHandler {
  */
 export function locked(options: ExpressLockOptions, route: RequestHandler): RequestHandler {
   const handler = checkFunction(route, 'route');
-  return gated(options, (req, res, next) => {
+  return gated(options, 'the locked() options', (req, res, next) => {
     const settled = new Promise((resolve) => resolve(handler(req, res, next)));
     settled.catch(next);
     return settled;
   });
 }
 
-function gated(options: ExpressLockOptions, onward: Onward): RequestHandler {
-  const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName']);
+function gated(options: ExpressLockOptions, where: string, onward: Onward): RequestHandler {
+  const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName'], where);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName', onRequest);
   const gate = createGate(

@@ -70,6 +70,13 @@ for (const version of expressVersions) {
       expect(() => lock({ locker, key: 'k', requestPropertyName: 'orderLock' })).not.toThrow();
     });
 
+    it('refuses an unknown option of locked() as one of its own, without its value', () => {
+      const make = () => locked({ locker, key: 'k', handlr: 'hunter2-not-to-be-logged' } as never, () => {});
+      expect(make).toThrow(
+        /^unknown option "handlr" \(expected one of the locked\(\) options: locker, .*\)\. Did you mean "handler"\?$/,
+      );
+    });
+
     it('lets a custom handler answer a refusal', async () => {
       const handler = vi.fn<RefusalHandler>((_req, res, _next, refusal) => {
         res.status(refusal.statusCode).json({ custom: refusal.reason, retryAfter: refusal.retryAfter });

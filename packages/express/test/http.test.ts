@@ -176,6 +176,7 @@ describe('options', () => {
     [{ failOpen: 1 }, 'failOpen'],
     [{ logger: { warn() {} } }, 'logger'],
     [{ validate: { cookies: false } }, 'validate.cookies'],
+    [{ validate: { body: 'no' } }, 'validate.body'],
     [{ validate: 'no' }, 'validate'],
     [{ key: 42 }, 'key'],
     [{ locker: {} }, 'locker'],

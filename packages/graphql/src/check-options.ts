@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '@lock/core';
+import { InvalidOptionError, refuseUnknown } from '@lock/core';
 import { type GraphQLError, specifiedDirectives } from 'graphql';
 import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
 
@@ -20,14 +20,7 @@ const DEFAULT_HTTP: Required<HttpStatusOptions> = { locked: 409, unavailable: 50
 export function checkOptions(options: LockedDirectiveOptions): Settings {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', options, 'an object with a locker');
-  for (const name of Object.keys(options)) {
-    if (!KNOWN.includes(name as keyof LockedDirectiveOptions))
-      throw new InvalidOptionError(
-        name,
-        (options as unknown as Record<string, unknown>)[name],
-        `one of ${KNOWN.join(', ')}`,
-      );
-  }
+  refuseUnknown(options, KNOWN, 'the lockedDirective() options');
   const { locker, name = 'locked', ttl, wait, keys = {} } = options;
   // The two methods the directive calls: `checkOptions` now, `using` on every field call.
   if (typeof locker?.using !== 'function' || typeof locker.checkOptions !== 'function')
@@ -67,10 +60,7 @@ function checkHttp(value: unknown): Required<HttpStatusOptions> | undefined {
   if (value === true) return DEFAULT_HTTP;
   if (typeof value !== 'object' || value === null)
     throw new InvalidOptionError('httpStatus', value, 'a boolean or { locked, unavailable }');
-  for (const [name, status] of Object.entries(value)) {
-    if (!(name in DEFAULT_HTTP))
-      throw new InvalidOptionError(`httpStatus.${name}`, status, 'only locked and unavailable');
-  }
+  refuseUnknown(value, Object.keys(DEFAULT_HTTP), 'the httpStatus options', {}, 'httpStatus');
   const statuses = { ...DEFAULT_HTTP, ...definedOnly(value) };
   for (const [name, status] of Object.entries(statuses)) {
     if (!Number.isInteger(status) || status < 400 || status > 599)

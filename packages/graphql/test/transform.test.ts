@@ -1,6 +1,6 @@
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { createLocker, InvalidOptionError, type Locker, legacyProtocol } from '@lock/core';
-import { type RedisServer, startRedis } from '@lock/testing';
+import { type RedisServer, refusalHiding, startRedis } from '@lock/testing';
 import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockedDirectiveError, lockedDirective } from '../src/index.js';
@@ -278,13 +278,28 @@ describe('factory options', () => {
     [{ onLocked: 'null' }, 'invalid option "onLocked": "null" (expected a function)'],
     [
       { httpStatus: { lockd: undefined } },
-      'invalid option "httpStatus.lockd": undefined (expected only locked and unavailable)',
+      'unknown option "httpStatus.lockd" (expected one of the httpStatus options: locked, unavailable). Did you mean "httpStatus.locked"?',
     ],
-    [{ timeout: 5 }, 'invalid option "timeout": 5'],
+    [{ timeout: 5 }, 'unknown option "timeout" (expected one of the lockedDirective() options: '],
   ])('refuses %j', (options, message) => {
     const create = () => lockedDirective({ locker, ...options } as never);
     expect(create).toThrowError(InvalidOptionError);
     expect(create).toThrow(message);
+  });
+
+  it('refuses an unknown option by name without showing or keeping its value, with the name it likely stands for', async () => {
+    const secret = 'hunter2-not-to-be-logged';
+    const refusal = (options: Record<string, unknown>) =>
+      refusalHiding(secret, () => lockedDirective({ locker, ...options } as never));
+    const typo = await refusal({ onLockd: secret });
+    expect(typo).toBeInstanceOf(InvalidOptionError);
+    expect(typo).toMatchObject({ option: 'onLockd', value: undefined });
+    expect(typo.message).toBe(
+      'unknown option "onLockd" (expected one of the lockedDirective() options: locker, name, ttl, wait, keys, onLocked, httpStatus, signal). Did you mean "onLocked"?',
+    );
+    const nested = await refusal({ httpStatus: { lockd: secret } });
+    expect(nested).toMatchObject({ option: 'httpStatus.lockd', value: undefined });
+    expect((await refusal({ password: secret })).message).not.toContain('Did you mean');
   });
 
   it.each(['include', 'skip', 'deprecated', 'specifiedBy', 'oneOf'])(

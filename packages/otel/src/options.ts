@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '@lock/core';
+import { InvalidOptionError, refuseUnknown } from '@lock/core';
 import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 
 /** Options of `instrumentLocks`. */
@@ -32,14 +32,8 @@ const OPTIONS: readonly (keyof InstrumentLocksOptions)[] = [
 
 /** Refuses anything `instrumentLocks` cannot use, naming the option, before subscribing to anything. */
 export function checkOptions(options: unknown): InstrumentLocksOptions {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
+  refuseUnknown(options, OPTIONS, 'the instrumentLocks() options');
   const given = options as Record<string, unknown>;
-  for (const name of Object.keys(given)) {
-    if (!(OPTIONS as readonly string[]).includes(name)) {
-      throw new InvalidOptionError(name, given[name], `one of ${OPTIONS.join(', ')}`);
-    }
-  }
   checkProvider(given, 'tracerProvider', 'getTracer');
   checkProvider(given, 'meterProvider', 'getMeter');
   if (given.keyPattern !== undefined && typeof given.keyPattern !== 'function') {

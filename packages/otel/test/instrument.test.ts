@@ -26,7 +26,7 @@ import {
   METRIC_LOCK_WAIT_DURATION,
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { type RedisServer, refusalHiding, startRedis, waitFor } from '@lock/testing';
 import { context, diag, metrics as globalMetrics, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
 import {
@@ -82,7 +82,7 @@ describe('instrumentLocks', () => {
   it('refuses bad options, naming them, before subscribing to anything', () => {
     const bad: [unknown, RegExp][] = [
       [null, /invalid option "options": null/],
-      [{ keyPatern: (key: string) => key }, /invalid option "keyPatern"/],
+      [{ keyPatern: (key: string) => key }, /unknown option "keyPatern"/],
       [{ keyPattern: 'order:*' }, /invalid option "keyPattern": "order:\*"/],
       [{ keyOnMetrics: 'yes' }, /invalid option "keyOnMetrics": "yes"/],
       [{ tracerProvider: {} }, /invalid option "tracerProvider"/],
@@ -92,6 +92,20 @@ describe('instrumentLocks', () => {
       expect(() => instrumentLocks(options as never)).toThrow(InvalidOptionError);
       expect(() => instrumentLocks(options as never)).toThrow(message);
     }
+    expect(channelsInUse()).toBe(false);
+  });
+
+  it('refuses an unknown option by name without showing or keeping its value, with the name it likely stands for', async () => {
+    const secret = 'hunter2-not-to-be-logged';
+    const refusal = (options: Record<string, unknown>) =>
+      refusalHiding(secret, () => instrumentLocks(options as never));
+    const typo = await refusal({ keyPatern: secret });
+    expect(typo).toBeInstanceOf(InvalidOptionError);
+    expect(typo).toMatchObject({ option: 'keyPatern', value: undefined });
+    expect(typo.message).toBe(
+      'unknown option "keyPatern" (expected one of the instrumentLocks() options: tracerProvider, meterProvider, keyPattern, keyOnMetrics). Did you mean "keyPattern"?',
+    );
+    expect((await refusal({ password: secret })).message).not.toContain('Did you mean');
     expect(channelsInUse()).toBe(false);
   });
 

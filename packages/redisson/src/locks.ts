@@ -8,7 +8,7 @@ import {
 } from '@lock/core';
 import type { AcquireRequest, ClientCore } from './client.js';
 import type { LockKind } from './kinds.js';
-import { PARAMETER_NAMES, refuseUnknown } from './options.js';
+import { checkOptionNames, PARAMETER_NAMES } from './options.js';
 import { checkThreadId, type ThreadOptions, threadOf } from './thread.js';
 
 /** Options of `lock()`. */
@@ -36,14 +36,17 @@ export interface TryLockOptions extends LockOptions {
 const THREAD_OPTIONS = ['threadId'];
 const LOCK_OPTIONS = ['lease', 'signal', 'threadId'];
 const TRY_LOCK_OPTIONS = ['wait', ...LOCK_OPTIONS];
-/** `lock()` waits as long as it takes; a bounded wait is `tryLock`'s. */
-const BOUNDED_WAIT = '`tryLock({ wait })` (lock() waits as long as it takes)';
-const LOCK_RENAMED = {
-  ...PARAMETER_NAMES,
-  wait: BOUNDED_WAIT,
-  waitTime: BOUNDED_WAIT,
-  timeout: BOUNDED_WAIT,
-};
+/**
+ * Redisson's names of a wait, given to `method` (`lock`, `lockAndGetToken`), which waits as long
+ * as it takes: pointed to its `try` twin, whose `wait` bounds it.
+ */
+function boundedWaitNames(method: string) {
+  const twin = `try${method[0]!.toUpperCase()}${method.slice(1)}`;
+  const bounded = {
+    note: `${method}() waits as long as it takes: for a bounded wait, call ${twin}({ wait }) instead`,
+  };
+  return { ...PARAMETER_NAMES, wait: bounded, waitTime: bounded, timeout: bounded };
+}
 
 function checkWait(wait: unknown): number {
   if (wait === undefined) return 0;
@@ -55,7 +58,7 @@ function checkWait(wait: unknown): number {
 
 /** The thread a call without acquisition acts as, after checking its options. */
 function threadFor(name: string, method: string, options: ThreadOptions): number {
-  refuseUnknown(options, THREAD_OPTIONS, method);
+  checkOptionNames(options, THREAD_OPTIONS, method);
   return threadOf(name, method, options.threadId);
 }
 
@@ -152,8 +155,8 @@ export class RLock {
   }
 
   private request(method: string, options: TryLockOptions, wait: number | undefined): AcquireRequest {
-    if (wait === undefined) refuseUnknown(options, TRY_LOCK_OPTIONS, method);
-    else refuseUnknown(options, LOCK_OPTIONS, method, LOCK_RENAMED);
+    if (wait === undefined) checkOptionNames(options, TRY_LOCK_OPTIONS, method);
+    else checkOptionNames(options, LOCK_OPTIONS, method, boundedWaitNames(method));
     const lease = options.lease === undefined ? undefined : checkTtl(options.lease, 'lease');
     return {
       wait: wait ?? checkWait(options.wait),

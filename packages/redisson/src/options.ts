@@ -8,10 +8,12 @@ import {
   DEFAULT_RETRY,
   InvalidOptionError,
   isCluster,
+  type OptionAlias,
   type PubSubOption,
   type RedisClient,
   type ReplicationOptions,
   type RetryOptions,
+  refuseUnknown,
 } from '@lock/core';
 
 /** Options of `createRedisson`. */
@@ -67,50 +69,42 @@ const KNOWN = [
 ];
 
 /** Redisson `Config` names a Java user may carry over, and what this package calls them. */
-const CONFIG_NAMES: Readonly<Record<string, string>> = {
-  nameMapper: '`prefix` (a NameMapper that prefixes names)',
-  checkLockSyncedSlaves: '`replication`',
-  slavesSyncTimeout: '`replication: { timeout }`',
-  timeout: '`commandTimeout`',
-  shardedSubscriptionMode: "`pubSub` ('auto' for AUTO, 'sharded' for ON, 'plain' for OFF)",
+const CONFIG_NAMES: Readonly<Record<string, OptionAlias>> = {
+  nameMapper: { meant: 'prefix', note: 'a NameMapper that prefixes names is prefix here' },
+  checkLockSyncedSlaves: 'replication',
+  slavesSyncTimeout: { meant: 'replication', note: 'the replicas timeout is replication: { timeout }' },
+  timeout: 'commandTimeout',
+  shardedSubscriptionMode: {
+    meant: 'pubSub',
+    note: "shardedSubscriptionMode AUTO, ON, OFF is pubSub 'auto', 'sharded', 'plain'",
+  },
 };
 
 /** Redisson method parameters a Java user may carry over, and what this package calls them. */
-export const PARAMETER_NAMES: Readonly<Record<string, string>> = {
-  leaseTime: '`lease` (in ms)',
-  waitTime: '`wait` (in ms, tryLock only)',
-  timeout: '`wait` (in ms, tryLock only)',
-  ttl: '`lease` (in ms)',
-  unit: 'no unit: every duration is in ms',
+export const PARAMETER_NAMES: Readonly<Record<string, OptionAlias>> = {
+  leaseTime: { meant: 'lease', note: "Redisson's leaseTime is lease here, in ms" },
+  waitTime: { meant: 'wait', note: "Redisson's waitTime is wait here, in ms" },
+  timeout: { meant: 'wait', note: "Redisson's timeout is wait here, in ms" },
+  ttl: { meant: 'lease', note: 'a ttl is lease here, in ms' },
+  unit: { note: 'there is no unit: every duration is in ms' },
 };
 
 /**
- * Refuses anything but an options object whose names are all in `known`, naming the first
- * unknown one, and what to write instead when it is a Redisson name (`leaseTime` → `lease`).
+ * Refuses anything but an options object of `method` whose names are all in `known`, as core
+ * does (the value neither shown nor kept), naming the first unknown one, and what to write
+ * instead when it is a Redisson name (`leaseTime` → `lease`). `method` as `'tryLock'`.
  */
-export function refuseUnknown(
+export function checkOptionNames(
   options: unknown,
   known: readonly string[],
-  where: string,
-  renamed: Readonly<Record<string, string>> = PARAMETER_NAMES,
+  method: string,
+  renamed: Readonly<Record<string, OptionAlias>> = PARAMETER_NAMES,
 ): void {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, `an object of ${where} options`);
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
-    const instead = renamed[name];
-    throw new InvalidOptionError(
-      name,
-      (options as Record<string, unknown>)[name],
-      instead === undefined
-        ? `one of the ${where} options: ${known.join(', ')}`
-        : `${instead} instead: "${name}" is Redisson's name; ${where} takes ${known.join(', ')}`,
-    );
-  }
+  refuseUnknown(options, known, `the ${method}() options`, renamed);
 }
 
 export function checkOptions(options: RedissonOptions): void {
-  refuseUnknown(options, KNOWN, 'createRedisson', CONFIG_NAMES);
+  checkOptionNames(options, KNOWN, 'createRedisson', CONFIG_NAMES);
   const { redis } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');

@@ -8,10 +8,10 @@ import {
   lockEvents,
   NotOwnerError,
 } from '@lock/core';
-import { waitFor } from '@lock/testing';
+import { refusalHiding, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { createRedisson, NoThreadError, type Redisson } from '../src/index.js';
+import { createRedisson, FairLockProtocol, NoThreadError, type Redisson } from '../src/index.js';
 import { useRedisson } from './helpers/server.js';
 
 /** Resolves after `count` watchdog renewals of `key`; rejects with the loss if the lock is lost first. */
@@ -200,26 +200,58 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
         (error: unknown) => error as InvalidOptionError,
       );
     const cases: [call: () => unknown, option: string, hint: RegExp][] = [
-      [() => lock.tryLock({ timeout: 1 } as never), 'timeout', /`wait` \(in ms, tryLock only\) instead/],
-      [() => lock.tryLock({ waitTime: 1_000, threadId: 1 } as never), 'waitTime', /`wait`/],
-      [() => lock.lock({ leaseTime: 1_000, threadId: 1 } as never), 'leaseTime', /`lease` \(in ms\) instead/],
-      [() => lock.lock({ wait: 1_000, threadId: 1 } as never), 'wait', /`tryLock\(\{ wait \}\)`/],
-      [() => lock.lock({ unit: 'SECONDS', threadId: 1 } as never), 'unit', /every duration is in ms/],
+      [
+        () => lock.tryLock({ timeout: 1 } as never),
+        'timeout',
+        /^unknown option "timeout" \(expected one of the tryLock\(\) options: wait, lease, signal, threadId; Redisson's timeout is wait here, in ms\)\. Did you mean "wait"\?$/,
+      ],
+      [() => lock.tryLock({ waitTime: 1_000, threadId: 1 } as never), 'waitTime', /Did you mean "wait"\?$/],
+      [
+        () => lock.lock({ leaseTime: 1_000, threadId: 1 } as never),
+        'leaseTime',
+        /; Redisson's leaseTime is lease here, in ms\)\. Did you mean "lease"\?$/,
+      ],
+      [
+        () => lock.lock({ wait: 1_000, threadId: 1 } as never),
+        'wait',
+        /^unknown option "wait" \(expected one of the lock\(\) options: lease, signal, threadId; lock\(\) waits as long as it takes: for a bounded wait, call tryLock\(\{ wait \}\) instead\)$/,
+      ],
+      [
+        () => redisson.getFencedLock('named').lockAndGetToken({ wait: 1_000 } as never),
+        'wait',
+        /; lockAndGetToken\(\) waits as long as it takes: for a bounded wait, call tryLockAndGetToken\(\{ wait \}\) instead\)$/,
+      ],
+      [() => lock.lock({ unit: 'SECONDS', threadId: 1 } as never), 'unit', /every duration is in ms\)$/],
       [
         () => lock.tryLock({ threadId: 1, leese: 5 } as never),
         'leese',
-        /one of the tryLock options: wait, lease/,
+        /one of the tryLock\(\) options: wait, lease/,
       ],
-      [() => lock.unlock({ threadId: 1, lease: 5 } as never), 'lease', /unlock options: threadId/],
+      [() => lock.unlock({ threadId: 1, lease: 5 } as never), 'lease', /unlock\(\) options: threadId\)$/],
+      // A Redisson name of an option this method does not take: the note, and no name to write instead.
+      [
+        () => lock.unlock({ threadId: 1, leaseTime: 5 } as never),
+        'leaseTime',
+        /^unknown option "leaseTime" \(expected one of the unlock\(\) options: threadId; Redisson's leaseTime is lease here, in ms\)$/,
+      ],
       [() => lock.getHoldCount({ thread: 1 } as never), 'thread', /threadId/],
       [() => lock.lock('fast' as never), 'options', /an object/],
       [
         () => redisson.getFencedLock('named').lockAndGetToken({ leaseTime: 1 } as never),
         'leaseTime',
-        /`lease`/,
+        /Did you mean "lease"\?$/,
       ],
-      [() => createRedisson({ redis, nameMapper: {} } as never), 'nameMapper', /`prefix`/],
-      [() => createRedisson({ redis, timeout: 3_000 } as never), 'timeout', /`commandTimeout`/],
+      [() => createRedisson({ redis, nameMapper: {} } as never), 'nameMapper', /Did you mean "prefix"\?$/],
+      [
+        () => createRedisson({ redis, timeout: 3_000 } as never),
+        'timeout',
+        /^unknown option "timeout" \(expected one of the createRedisson\(\) options: .*\)\. Did you mean "commandTimeout"\?$/,
+      ],
+      [
+        () => new FairLockProtocol({ waitTimout: 5_000 } as never),
+        'waitTimout',
+        /^unknown option "waitTimout" \(expected one of the FairLockProtocol options: waitTimeout, turnGrace, now\)\. Did you mean "waitTimeout"\?$/,
+      ],
     ];
     for (const [call, option, hint] of cases) {
       const error = await refusal(call);
@@ -227,6 +259,26 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
       expect(error?.option).toBe(option);
       expect(error?.message).toMatch(hint);
     }
+    expect(await redis.dbsize()).toBe(0);
+  });
+
+  it('never shows or keeps the value of an unknown option, and suggests the name a typo stands for', async () => {
+    const secret = 'hunter2-not-to-be-logged';
+    const created = await refusalHiding(secret, () =>
+      createRedisson({ redis, comandTimeout: secret } as never),
+    );
+    expect(created).toBeInstanceOf(InvalidOptionError);
+    expect(created).toMatchObject({ option: 'comandTimeout', value: undefined });
+    expect(created.message).toMatch(
+      /^unknown option "comandTimeout" \(expected one of the createRedisson\(\) options: redis, .*\)\. Did you mean "commandTimeout"\?$/,
+    );
+    const lock = redisson.getLock('named');
+    const typo = await refusalHiding(secret, () => lock.tryLock({ threadId: 1, leese: secret } as never));
+    expect(typo.message).toBe(
+      'unknown option "leese" (expected one of the tryLock() options: wait, lease, signal, threadId). Did you mean "lease"?',
+    );
+    const renamed = await refusalHiding(secret, () => lock.lock({ threadId: 1, leaseTime: secret } as never));
+    expect(renamed.message).toMatch(/Did you mean "lease"\?$/);
     expect(await redis.dbsize()).toBe(0);
   });
 

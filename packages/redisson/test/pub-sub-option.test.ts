@@ -36,7 +36,7 @@ describe("createRedisson's pubSub", () => {
       `invalid option "pubSub": "OFF" (expected 'auto', 'sharded' or 'plain')`,
     );
     expect(() => createRedisson({ redis, shardedSubscriptionMode: 'OFF' } as never)).toThrow(
-      `invalid option "shardedSubscriptionMode": "OFF" (expected \`pubSub\` ('auto' for AUTO, 'sharded' for ON, 'plain' for OFF) instead`,
+      `unknown option "shardedSubscriptionMode" (expected one of the createRedisson() options: redis, prefix, lockWatchdogTimeout, fairLockWaitTimeout, replication, retry, commandTimeout, pubSub; shardedSubscriptionMode AUTO, ON, OFF is pubSub 'auto', 'sharded', 'plain'). Did you mean "pubSub"?`,
     );
     expect(() => createRedisson({ redis, pubSub: 'plain', prefix: 7 as never })).toThrow(InvalidOptionError);
     expect(await keysIn()).toBe(before);

@@ -212,14 +212,18 @@ describe('input checks and thread ranges', () => {
         [{ retry: { base: 100, max: 50 } }, 'retry.max', '50'],
         [{ retry: { jitter: 2 } }, 'retry.jitter', '2'],
         // An unknown name is shown without its value (it may be a secret under a wrong name).
-        [{ retry: { bse: 10 } }, 'bse', 'unknown option "bse"'],
+        [{ retry: { bse: 10 } }, 'retry.bse', 'unknown option "retry.bse"'],
         [{ replication: 42 }, 'replication', '42'],
         [{ replication: 'always' }, 'replication', '"always"'],
         [{ replication: true }, 'replication', 'true'],
         [{ replication: null }, 'replication', 'null'],
         [{ replication: { replicas: 0, timeout: 100 } }, 'replication.replicas', '0'],
         [{ replication: { replicas: 1 } }, 'replication.timeout', 'undefined'],
-        [{ replication: { replicas: 1, timeout: 10, timout: 5 } }, 'timout', 'unknown option "timout"'],
+        [
+          { replication: { replicas: 1, timeout: 10, timout: 5 } },
+          'replication.timout',
+          'unknown option "replication.timout"',
+        ],
         [{ lockWatchdogTimeout: 9 }, 'lockWatchdogTimeout', '9'],
       ];
       for (const [options, option, shown] of cases) {

@@ -33,6 +33,7 @@ export {
   startProxy,
   type TcpProxy,
 } from './proxy.js';
+export { refusalHiding } from './refusal.js';
 export { type RedisSentinel, type StartSentinelOptions, startSentinel } from './sentinel.js';
 export { type Address, PortTakenError, RedisServer, type RedisServerOptions, startRedis } from './server.js';
 export {

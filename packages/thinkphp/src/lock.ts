@@ -10,7 +10,9 @@ import {
   LockBusyError,
   type Locker,
   LockUnavailableError,
+  type OptionAlias,
   type RedisClient,
+  refuseUnknown,
 } from '@lock/core';
 import { ThinkEnv } from './env.js';
 import { clientFor, closeEnvClients, lockerFor } from './lockers.js';
@@ -75,37 +77,28 @@ const OPTION_NAMES = [
   'commandTimeout',
 ];
 
+const IN_SECONDS = { meant: 'expire', note: 'expire is in whole seconds' };
+const SLEEP_SECONDS = { meant: 'sleep', note: 'sleep is in seconds' };
+
 /** Names a PHP (or Redisson, or redlock) user may reach for, and the option this class calls it. */
-const RENAMED: Readonly<Record<string, string>> = {
-  LOCK_EXPIRE: '`expire` (whole seconds)',
-  lockExpire: '`expire` (whole seconds)',
-  ttl: '`expire` (whole seconds)',
-  lease: '`expire` (whole seconds)',
-  timeout: '`expire` (whole seconds)',
-  LOCK_RETRY_MAX: '`retryMax`',
-  retry: '`retryMax`',
-  retries: '`retryMax`',
-  retryCount: '`retryMax`',
-  LOCK_SLEEP: '`sleep` (seconds)',
-  retryDelay: '`sleep` (seconds)',
-  wait: '`retryMax` and `sleep` (lock() makes retryMax attempts, sleep seconds apart)',
+const RENAMED: Readonly<Record<string, OptionAlias>> = {
+  LOCK_EXPIRE: IN_SECONDS,
+  lockExpire: IN_SECONDS,
+  ttl: IN_SECONDS,
+  lease: IN_SECONDS,
+  timeout: IN_SECONDS,
+  LOCK_RETRY_MAX: 'retryMax',
+  retry: 'retryMax',
+  retries: 'retryMax',
+  retryCount: 'retryMax',
+  LOCK_SLEEP: SLEEP_SECONDS,
+  retryDelay: SLEEP_SECONDS,
+  wait: { note: 'a wait is retryMax attempts, sleep seconds apart' },
 };
 
 /** Refuses, before anything is written, an option this class does not have, naming it and what to use instead. */
 function checkOptions(options: unknown): asserts options is LockOptions {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
-  for (const [name, value] of Object.entries(options)) {
-    if (OPTION_NAMES.includes(name)) continue;
-    const instead = RENAMED[name];
-    throw new InvalidOptionError(
-      name,
-      value,
-      instead === undefined
-        ? `one of ${OPTION_NAMES.join(', ')}`
-        : `${instead} instead; the options are ${OPTION_NAMES.join(', ')}`,
-    );
-  }
+  refuseUnknown(options, OPTION_NAMES, 'the Lock options', RENAMED);
   const { redis, env, strict, time, commandTimeout, skewMargin, peerClockAhead } = options as LockOptions;
   if (redis === undefined && env === undefined) {
     throw new InvalidOptionError('redis', undefined, 'an ioredis client, or an `env` from loadThinkEnv()');

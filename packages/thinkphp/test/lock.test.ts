@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidKeyError, InvalidOptionError, LockBusyError } from '@lock/core';
+import { refusalHiding } from '@lock/testing';
 import { Lock } from '@lock/thinkphp';
 import { describe, expect, it, vi } from 'vitest';
 import { serverSeconds, useRedis } from '../../core/test/legacy/fixture.js';
@@ -146,14 +147,14 @@ describe('Lock (default mode)', () => {
     expect(() => new Lock('k', { redis: t.redis, tll: 1 } as never)).toThrow(/"tll"/);
     // Names from the PHP class, Redisson or redlock are refused with the option to use instead.
     for (const [name, instead] of [
-      ['LOCK_EXPIRE', '`expire`'],
-      ['ttl', '`expire`'],
-      ['timeout', '`expire`'],
-      ['LOCK_RETRY_MAX', '`retryMax`'],
-      ['retryCount', '`retryMax`'],
-      ['LOCK_SLEEP', '`sleep`'],
-      ['retryDelay', '`sleep`'],
-      ['wait', '`retryMax` and `sleep`'],
+      ['LOCK_EXPIRE', '; expire is in whole seconds). Did you mean "expire"?'],
+      ['ttl', '; expire is in whole seconds). Did you mean "expire"?'],
+      ['timeout', '; expire is in whole seconds). Did you mean "expire"?'],
+      ['LOCK_RETRY_MAX', '). Did you mean "retryMax"?'],
+      ['retryCount', '). Did you mean "retryMax"?'],
+      ['LOCK_SLEEP', '; sleep is in seconds). Did you mean "sleep"?'],
+      ['retryDelay', '; sleep is in seconds). Did you mean "sleep"?'],
+      ['wait', '; a wait is retryMax attempts, sleep seconds apart)'],
     ] as const) {
       const error = (() => {
         try {
@@ -163,9 +164,27 @@ describe('Lock (default mode)', () => {
         }
       })();
       expect(error).toBeInstanceOf(InvalidOptionError);
-      expect(error).toMatchObject({ option: name, value: 5 });
-      expect((error as Error).message).toContain(instead);
-      expect((error as Error).message).toContain('instead');
+      expect(error).toMatchObject({ option: name, value: undefined });
+      expect((error as Error).message).toMatch(
+        new RegExp(`^unknown option "${name}" \\(expected one of the Lock options: `),
+      );
+      expect((error as Error).message.endsWith(instead)).toBe(true);
+    }
+    const secret = 'hunter2-not-to-be-logged';
+    for (const [name, message] of [
+      [
+        'expre',
+        /^unknown option "expre" \(expected one of the Lock options: redis, env, expire, .*\)\. Did you mean "expire"\?$/,
+      ],
+      ['LOCK_EXPIRE', /Did you mean "expire"\?$/],
+      ['password', /^unknown option "password" \(expected one of the Lock options: [^)]*\)$/],
+    ] as const) {
+      const refused = await refusalHiding(
+        secret,
+        () => new Lock('k', { redis: t.redis, [name]: secret } as never),
+      );
+      expect(refused).toMatchObject({ option: name, value: undefined });
+      expect(refused.message).toMatch(message);
     }
     expect(() => new Lock('k', { redis: t.redis, strict: 'false' } as never)).toThrow(/"strict": "false"/);
     expect(() => new Lock('k', { redis: t.redis, time: 5 } as never)).toThrow(/"time": 5/);

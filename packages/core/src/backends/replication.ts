@@ -79,7 +79,7 @@ export function checkReplication(value: unknown, cluster: boolean): asserts valu
       "'auto' or false on a cluster (WAIT gating is per node)",
     );
   }
-  refuseUnknown(value, ['replicas', 'timeout'], 'the replication options');
+  refuseUnknown(value, ['replicas', 'timeout'], 'the replication options', {}, 'replication');
   const { replicas, timeout } = value as { replicas?: unknown; timeout?: unknown };
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     throw new InvalidOptionError('replication.replicas', replicas, 'a positive integer');

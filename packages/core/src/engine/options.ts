@@ -16,26 +16,43 @@ export const DEFAULT_COMMAND_TIMEOUT = 500;
 export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
 
 /**
+ * What an alias of `refuseUnknown` points to: the known name, or a note for a name whose
+ * meaning differs here (units, another method), with the name it stands for when there is one
+ * (suggested only where that name is known: a method may not take it).
+ */
+export type OptionAlias = string | { readonly meant?: string; readonly note: string };
+
+/**
  * Throws `InvalidOptionError` when `options` is not an object, or naming any key of it not in
  * `known`, with the known one it likely stands for: one a letter or two away, or its entry in
- * `aliases` (a name of another library, a plural).
+ * `aliases` (a name of another library, a plural), suggested only when it is in `known` (an
+ * alias's note is shown either way). The value is neither shown nor kept on the error: under a
+ * wrong name it may well be a password.
+ *
+ * @param where names the options in the message, as in `'the acquire options'`.
+ * @param aliases names a caller may reach for and what they stand for here. Default: none.
+ * @param path the option these are the value of, as `'retry'`: an unknown key is then named
+ *   `retry.backof` (in `.option`, the message and the suggestion), and a value that is no object
+ *   `retry`. Default: none, top-level options, a value that is no object named `options`.
  */
 export function refuseUnknown(
   options: unknown,
   known: readonly string[],
   where: string,
-  aliases: Readonly<Record<string, string>> = {},
+  aliases: Readonly<Record<string, OptionAlias>> = {},
+  path?: string,
 ): asserts options is object {
   if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
+    throw new InvalidOptionError(path ?? 'options', options, 'an object');
+  const named = (name: string) => (path === undefined ? name : `${path}.${name}`);
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
-    const meant = Object.hasOwn(aliases, name) ? aliases[name] : closest(name, known);
+    const alias = Object.hasOwn(aliases, name) ? aliases[name] : closest(name, known);
+    const { meant, note } = typeof alias === 'object' ? alias : { meant: alias, note: undefined };
     throw InvalidOptionError.unknown(
-      name,
-      (options as Record<string, unknown>)[name],
-      `one of ${where}: ${known.join(', ')}`,
-      meant,
+      named(name),
+      `one of ${where}: ${known.join(', ')}${note === undefined ? '' : `; ${note}`}`,
+      meant !== undefined && known.includes(meant) ? named(meant) : undefined,
     );
   }
 }
@@ -101,7 +118,7 @@ export function checkWait(value: unknown): number {
 export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Required<RetryOptions> {
   if (value === undefined) return fallback;
   if (typeof value !== 'object' || value === null) throw new InvalidOptionError('retry', value, 'an object');
-  refuseUnknown(value, ['base', 'max', 'jitter'], 'retry');
+  refuseUnknown(value, ['base', 'max', 'jitter'], 'the retry options', {}, 'retry');
   const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
   checkMs(retry.base, 'retry.base');
   checkMs(retry.max, 'retry.max');

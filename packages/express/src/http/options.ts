@@ -1,4 +1,4 @@
-import { type AcquireOptions, InvalidOptionError, type Locker } from '@lock/core';
+import { type AcquireOptions, InvalidOptionError, type Locker, refuseUnknown } from '@lock/core';
 import { type KeyTemplate, parseKeyTemplate } from './key-template.js';
 import { DEFAULT_BUSY_MESSAGE } from './refusal.js';
 
@@ -80,21 +80,15 @@ const COMMON = [
 /**
  * Checks the shared options (and that no name outside them and `extra` is given), throwing
  * `InvalidOptionError` or `KeyTemplateError` naming the bad value: configuration errors
- * surface when the middleware is made, not on the first request.
+ * surface when the middleware is made, not on the first request. `where` names the options
+ * in the refusal of an unknown one.
  */
-export function checkCommonOptions<C>(options: unknown, extra: readonly string[]): LockSettings<C> {
-  if (typeof options !== 'object' || options === null)
-    throw new InvalidOptionError('options', options, 'an object');
-  const known = [...COMMON, ...extra];
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new InvalidOptionError(
-        name,
-        (options as Record<string, unknown>)[name],
-        `one of ${known.join(', ')}`,
-      );
-    }
-  }
+export function checkCommonOptions<C>(
+  options: unknown,
+  extra: readonly string[],
+  where = 'the lock() options',
+): LockSettings<C> {
+  refuseUnknown(options, [...COMMON, ...extra], where);
   const given = options as CommonLockOptions<C>;
   if (
     typeof given.locker !== 'object' ||
@@ -218,15 +212,10 @@ function checkValidate(value: unknown): LockSettings<unknown>['validate'] {
       `a boolean or an object of booleans named ${VALIDATIONS.join(', ')}`,
     );
   }
+  refuseUnknown(value, VALIDATIONS, 'the validate options', {}, 'validate');
   const checks = { params: true, body: true };
   for (const [name, enabled] of Object.entries(value)) {
-    if (!VALIDATIONS.includes(name as ValidationName) || typeof enabled !== 'boolean') {
-      throw new InvalidOptionError(
-        `validate.${name}`,
-        enabled,
-        `a boolean, for one of ${VALIDATIONS.join(', ')}`,
-      );
-    }
+    if (typeof enabled !== 'boolean') throw new InvalidOptionError(`validate.${name}`, enabled, 'a boolean');
     checks[name as ValidationName] = enabled;
   }
   return checks;

@@ -2,7 +2,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Server } from 'node:http';
 import { Readable } from 'node:stream';
 import { createLocker, type Lock, type Locker } from '@lock/core';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { type RedisServer, refusalHiding, startRedis, waitFor } from '@lock/testing';
 import { useRedis } from '@lock/testing/vitest';
 import { Redis } from 'ioredis';
 import request from 'supertest';
@@ -579,6 +579,23 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
         expect.objectContaining({ code: 'ERR_LOCK_INVALID_OPTION', option: 'wiat' }),
       );
       expect(() => adapter.lock({ key: 'k' })).toThrow(expect.objectContaining({ option: 'locker' }));
+    });
+
+    it('refuses an unknown option by name without showing or keeping its value, with the name it likely stands for', async () => {
+      const secret = 'hunter2-not-to-be-logged';
+      const refusal = (options: Record<string, unknown>) =>
+        refusalHiding(secret, () => adapter.lock({ locker, key: 'k', ...options }));
+      const typo = await refusal({ faillOpen: secret });
+      expect(typo).toMatchObject({ code: 'ERR_LOCK_INVALID_OPTION', option: 'faillOpen', value: undefined });
+      expect(typo.message).toMatch(
+        /^unknown option "faillOpen" \(expected one of the lock\(\) options: locker, key, ttl, .*\)\. Did you mean "failOpen"\?$/,
+      );
+      const nested = await refusal({ validate: { bdy: secret } });
+      expect(nested).toMatchObject({ option: 'validate.bdy' });
+      expect(nested.message).toBe(
+        'unknown option "validate.bdy" (expected one of the validate options: params, body). Did you mean "validate.body"?',
+      );
+      expect((await refusal({ password: secret })).message).not.toContain('Did you mean');
     });
 
     it('answers the request when the lock is lost and the logger told of it throws: no unhandled rejection', async () => {

@@ -5,6 +5,7 @@ import {
   LuaScript,
   type RedisClient,
   type ReleaseReply,
+  refuseUnknown,
   WholeScript,
 } from '@lock/core';
 import { AcquireScript } from '../attempt.js';
@@ -73,6 +74,8 @@ export interface FairLockProtocolOptions {
   readonly turnGrace?: number;
 }
 
+const FAIR_OPTIONS: readonly (keyof FairLockProtocolOptions)[] = ['waitTimeout', 'turnGrace', 'now'];
+
 /**
  * Redisson's RFairLock: the RLock hash plus a FIFO queue and a deadline zset; a release wakes
  * only the head waiter on `redisson_lock__channel:{name}:<owner>`. An attempt joins the queue
@@ -87,6 +90,7 @@ export class FairLockProtocol extends RLockProtocol {
 
   constructor(options: FairLockProtocolOptions = {}) {
     super();
+    refuseUnknown(options, FAIR_OPTIONS, 'the FairLockProtocol options');
     this.waitTimeout = checkOptionalMs(options.waitTimeout, 'waitTimeout') ?? FAIR_WAIT_ALLOWANCE;
     this.turnGrace = checkOptionalMs(options.turnGrace, 'turnGrace') ?? TURN_GRACE;
     const now = options.now ?? Date.now;
