@@ -67,6 +67,13 @@ export interface LockBackend {
    */
   readonly acquireAllowance?: number;
   /**
+   * Why the backend's connection is down, while it is: the client's last connection error (a
+   * refused connect, an unknown host, a refused login), holding no command or its arguments. The
+   * engine reads it when a call got no answer and names it in the `LockUnavailableError`
+   * (`connectionError`, and the message). Default: none, failures are reported as they are.
+   */
+  readonly connectionError?: Error;
+  /**
    * How long a lease of `ttl` ms is certainly held, in ms from the send time of the command that
    * set it: the ttl less the backend's allowance for clock drift. The engine uses it where it
    * bounds a hold by a lease no answer reported (an extend that failed but may have landed).

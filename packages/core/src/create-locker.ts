@@ -66,7 +66,14 @@ export function createLocker(options: LockerOptions): Locker {
     ...(replication === undefined ? {} : { replication }),
     eviction: checkEvictionOption(eviction),
   });
-  const locker = createEngine(backend, engine);
+  let locker: Locker;
+  try {
+    locker = createEngine(backend, engine);
+  } catch (error) {
+    // Nothing was sent: closing only takes off what the backend listens to on the client.
+    void backend.close();
+    throw error;
+  }
   // Not before the engine accepted its options: a refused locker must leave the client as it was.
   forcePubSub(redis, mode);
   return locker;

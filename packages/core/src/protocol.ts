@@ -115,6 +115,15 @@ export interface AttemptContext {
    * not fresh only).
    */
   readonly lateGrant?: (undo: () => Promise<void>) => void;
+  /**
+   * Given by the engine to a call that may wait: answers false once the call was given up on and
+   * its abandon (`LockProtocol.abandon`) is on its way. An attempt of it not sent yet (a backend
+   * still checking the server, a script's resend after NOSCRIPT; see `LuaScript.run`) is then
+   * not sent but answered as a refusal: landing after the abandon, it would queue the owner
+   * again, to be handed the lock when nobody waits for it. Only that call's attempts: another
+   * call of the same owner (explicit, re-entrant) goes on. Default: always sent.
+   */
+  readonly wanted?: () => boolean;
 }
 
 /** What a release answered: freed, still held after a re-entrant release, or not ours. */

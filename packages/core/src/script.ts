@@ -15,13 +15,16 @@ export class LuaScript {
   /**
    * `followUp`, when given, is called right after each script command is issued (synchronously,
    * so it sends its own command behind the script's on the same connection, as in a pipeline):
-   * the engine's WAIT must cover the script's write even across a reconnect.
+   * the engine's WAIT must cover the script's write even across a reconnect. `wanted`, when
+   * given, is asked before the script is sent again as EVAL: answering false, it is not, and the
+   * run answers `UNSENT` (see `AttemptContext.wanted`).
    */
   async run(
     redis: RedisClient,
     keys: readonly string[],
     args: readonly (string | number)[],
     followUp?: () => void,
+    wanted?: () => boolean,
   ): Promise<unknown> {
     try {
       const reply = redis.evalsha(this.sha, keys.length, ...keys, ...args);
@@ -29,12 +32,16 @@ export class LuaScript {
       return await reply;
     } catch (error) {
       if (!isNoScript(error)) throw error;
+      if (wanted?.() === false) return UNSENT;
       const reply = redis.eval(this.source, keys.length, ...keys, ...args);
       followUp?.();
       return reply;
     }
   }
 }
+
+/** What `LuaScript.run` answers for a script it did not send again, no longer wanted. */
+export const UNSENT: unique symbol = Symbol('unsent');
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');

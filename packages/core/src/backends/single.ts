@@ -1,14 +1,15 @@
-import type { BackendExtension, LockBackend, ReleaseNotice } from '../backend.js';
+import type { BackendExtension, BackendRefusal, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import { ReplicationError } from '../errors.js';
 import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
+import { connectionOf } from './connection-errors.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { MasterWatch } from './master-watch.js';
 import { ReleaseListener } from './release-listener.js';
 import { renewalBatches } from './renewal-batches.js';
-import { replicationGate, sendWait } from './replication.js';
+import { replicationGate, sendWait, type WaitPlan } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
 export interface SingleBackendOptions {
@@ -40,6 +41,7 @@ export function singleBackend(
   protocol: LockProtocol,
   options: SingleBackendOptions = {},
 ): LockBackend {
+  const connection = connectionOf(redis);
   const listener = options.subscriber ?? new ReleaseListener(redis);
   const replication = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
@@ -68,6 +70,17 @@ export function singleBackend(
     const stamping = watch?.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
+  // What an attempt awaits before its script is sent (none, once the server was checked): the
+  // eviction policy, the fence counter's stamp, the replicas to WAIT for.
+  const checksBefore = (resource: string): WaitPlan | null | Promise<WaitPlan | null> => {
+    const unchecked = checkEviction(resource);
+    if (unchecked) return unchecked.then(() => stampedPlan(resource));
+    return stampedPlan(resource);
+  };
+  const stampedPlan = (resource: string): WaitPlan | null | Promise<WaitPlan | null> => {
+    const stamping = watch?.ready(resource);
+    return stamping ? stamping.then(() => replication.plan()) : replication.plan();
+  };
   // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
@@ -80,15 +93,17 @@ export function singleBackend(
     get acquireAllowance() {
       return replication.allowance();
     },
+    get connectionError() {
+      return connection.error;
+    },
 
     async acquire(resource, owner, ttl, given) {
       const context = withInbox(given, resource, owner);
-      const unchecked = checkEviction(resource);
-      if (unchecked) await unchecked;
-      const stamping = watch?.ready(resource);
-      if (stamping) await stamping;
-      const planned = replication.plan();
-      const plan = planned instanceof Promise ? await planned : planned;
+      const checked = checksBefore(resource);
+      const plan = checked instanceof Promise ? await checked : checked;
+      // The call's abandon went out while the server was being checked: sent now, the attempt
+      // would run after it and queue the owner again, to be handed the lock when nobody waits.
+      if (context?.wanted?.() === false) return CANCELLED;
       // WAIT is sent right behind the script on the same connection, as in a pipeline: awaited
       // after the answer, a reconnect in between would make it a no-op on a fresh connection.
       let confirmation: Promise<number> | undefined;
@@ -230,11 +245,15 @@ export function singleBackend(
     onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),
 
     close: async () => {
+      connection.release();
       watch?.close();
       if (!options.subscriber) await listener.close();
     },
   };
 }
+
+/** The refusal of an attempt an abandon cancelled before its script was sent. */
+const CANCELLED: BackendRefusal = { acquired: false, remaining: -1 };
 
 function isReadonly(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('READONLY');

@@ -220,8 +220,9 @@ export function pastValidity(what: 'granted' | 'renewed', elapsed: number, valid
 
 /**
  * `call` bounded by `timeout` ms, failing to reach Redis turned into `LockUnavailableError`
- * (naming `key` and `operation`). What the engine does for each of its own round trips; exported
- * for packages that send commands of their own beside it.
+ * (naming `key` and `operation`). For packages that send commands of their own beside the
+ * engine; the engine's own round trips also name the connection's last error (`unavailableOn`),
+ * which needs a backend.
  */
 export async function bounded<T>(
   call: Promise<T>,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { LockBackend } from '../backend.js';
+import { unavailableOn } from '../backends/connection-errors.js';
 import { clockDrift } from '../clock-drift.js';
 import {
   AcquireTimeoutError,
@@ -16,7 +17,7 @@ import {
 import type { AttemptContext, HandedGrant, ReleaseReply } from '../protocol.js';
 import type { AcquireOptions, Lock, Locker, LockInspection, RetryOptions, UsingOptions } from '../types.js';
 import { backoff } from './backoff.js';
-import { bounded, isUnreachable, pastValidity, redacted, unavailable, withDeadline } from './deadline.js';
+import { isUnreachable, pastValidity, redacted, withDeadline } from './deadline.js';
 import {
   type AcquireEvent,
   type AcquireTraceContext,
@@ -282,9 +283,9 @@ class Engine implements Locker {
     const resource = this.resourceOf(checkKey(key));
     let inspection: Awaited<ReturnType<LockBackend['inspect']>>;
     try {
-      inspection = await bounded(this.backend.inspect(resource), this.timeout, key, 'inspect');
+      inspection = await withDeadline(this.backend.inspect(resource), this.timeout);
     } catch (error) {
-      throw callerKeyed(error, { key, resource });
+      throw callerKeyed(unavailableOn(this.backend, error, key, 'inspect'), { key, resource });
     }
     return { ...inspection, protocol: this.backend.protocol.name };
   }
@@ -389,18 +390,16 @@ class Engine implements Locker {
       const sentAt = this.clock();
       let result: Awaited<ReturnType<LockBackend['extend']>>;
       try {
-        result = await bounded(
+        result = await withDeadline(
           this.backend.extend(hold.resource, hold.owner, hold.token, lease),
           timeout,
-          hold.key,
-          'extend',
         );
       } catch (error) {
         // Unanswered, it may still have landed: a shorter lease would then end sooner than ours.
         const validity = this.backend.validityOf?.(lease) ?? lease - clockDrift(lease);
         hold.validUntil = Math.min(hold.validUntil, sentAt + validity);
         this.watchdog.reschedule(hold);
-        throw callerKeyed(error, hold);
+        throw callerKeyed(unavailableOn(this.backend, error, hold.key, 'extend'), hold);
       }
       // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
       if (result) hold.token = result.token;
@@ -459,7 +458,7 @@ class Engine implements Locker {
         hold.handles += 1;
         const error = callerKeyed(redacted(failure), hold);
         this.emitRelease(hold, 'error', error);
-        throw unavailable(error, hold.key, 'release');
+        throw unavailableOn(this.backend, error, hold.key, 'release');
       }
       // A retry answered by the release that landed late, which ended the hold and said so.
       if (hold.endedLate) return result;
@@ -737,10 +736,13 @@ class Engine implements Locker {
       acquired: false,
       settled: false,
       givenUp: undefined,
+      leaving: false,
       lateUndos: undefined,
       hold: undefined,
     };
     const lateGrant = (undo: () => Promise<unknown>) => this.lateGrant(request, call, undo);
+    // Only a call that may wait is ever taken out of the queue: a single try needs no check.
+    const wanted = request.wait > 0 ? () => !call.leaving : undefined;
     let unreachable: LockUnavailableError | undefined;
     this.running += 1;
     try {
@@ -749,13 +751,14 @@ class Engine implements Locker {
         const handed = waiter?.granted;
         if (handed && waiter) {
           waiter.granted = undefined;
-          const validity = handedValidity(handed, queuedServerTime);
+          const { grant } = handed;
+          const validity = handedValidity(grant, queuedServerTime, handed.at - queuedSentAt);
           // A grant read too late to trust goes the usual way: the next attempt finds it, as it
           // stands, and counts as a hand-off (the notice stays for it).
           if (this.clock() < queuedSentAt + validity) {
             waiter.notified = false;
             call.acquired = true;
-            const reply = { fence: handed.fence, holds: 1, token: handed.token, validity };
+            const reply = { fence: grant.fence, holds: 1, token: grant.token, validity };
             return this.grant(request, reply, queuedSentAt, started, attempts, true, call);
           }
         }
@@ -773,6 +776,7 @@ class Engine implements Locker {
           attempt: this.attemptId(),
           grantLease,
           lateGrant,
+          wanted,
         };
         let attempt: BackendAttempt;
         try {
@@ -783,7 +787,7 @@ class Engine implements Locker {
           const error = callerKeyed(redacted(failure), request);
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
           if (!isUnreachable(error)) throw error;
-          unreachable = unavailable(error, request.key, 'acquire') as LockUnavailableError;
+          unreachable = unavailableOn(this.backend, error, request.key, 'acquire') as LockUnavailableError;
           if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
         }
@@ -879,8 +883,9 @@ class Engine implements Locker {
     for (const undo of call.lateUndos ?? []) cleanup.push(this.background(undo()));
     const { abandon } = this.backend;
     if (attempted && request.wait > 0 && abandon) {
-      const send = () =>
-        withDeadline(
+      const send = () => {
+        call.leaving = true;
+        return withDeadline(
           abandon.call(this.backend, request.resource, request.owner, {
             wait: request.wait,
             fresh: request.fresh,
@@ -888,8 +893,11 @@ class Engine implements Locker {
           }),
           this.timeout,
         );
-      // An attempt given up on may not even be sent yet (a backend may first check the server):
-      // leaving the queue before it lands would leave its owner queued, to be handed the lock.
+      };
+      // An attempt given up on may still land: leaving the queue before it does would leave its
+      // owner queued, to be handed the lock. One the backend has not sent yet (it first checks
+      // the server, or resends an uncached script) it never sends once this is sent (see
+      // `AttemptContext.wanted`); one sent is waited for here.
       const leaving = call.givenUp ? call.givenUp.then(send) : send();
       cleanup.push(this.track(leaving.catch(() => {})));
     }
@@ -1061,11 +1069,15 @@ function releasedByName(hold: Hold): boolean {
 /**
  * How long a handed grant is certainly held, in ms from the send time of the refusal that
  * queued the call (NaN without one). The server wrote it `at - queuedServerTime` ms after it
- * answered that refusal, which the client sent earlier still; the 1 ms covers both server times
- * being cut to whole ms, and the drift margin covers the whole span.
+ * answered that refusal, which the client sent earlier still; and no later than `elapsed`, the
+ * client's ms from sending that refusal to receiving the grant: a server clock stepped forward
+ * in between stretches the first, while the key still expires one lease after it was written.
+ * The 1 ms covers both server times being cut to whole ms, and the drift margin covers the
+ * whole span. Not floored at 0: a grant written before that refusal (its notice came late) has
+ * expired since, or the attempt would have found it, and must expire at once here.
  */
-function handedValidity(handed: HandedGrant, queuedServerTime: number): number {
-  const span = handed.at - queuedServerTime + handed.lease;
+function handedValidity(handed: HandedGrant, queuedServerTime: number, elapsed: number): number {
+  const span = Math.min(handed.at - queuedServerTime, elapsed) + handed.lease;
   return span - clockDrift(span) - 1;
 }
 
@@ -1086,6 +1098,8 @@ interface AcquireCall {
    * command timeout later: it may still be on its way.
    */
   givenUp: Promise<unknown> | undefined;
+  /** Its abandon is on its way: an attempt of it not sent yet must not be (`AttemptContext.wanted`). */
+  leaving: boolean;
   /**
    * A fresh owner's grants that landed late while the call went on (a whole attempt's, or one
    * server's of several): undone if the call fails.

@@ -9,9 +9,15 @@ export interface Waiter {
   /** A release arrived that this waiter has not yet tried to act on. */
   notified: boolean;
   /** The lock a release wrote for this waiter (a direct grant), not yet taken. */
-  granted: HandedGrant | undefined;
+  granted: Handed | undefined;
   /** Set while the waiter sleeps: ends the sleep early. */
   wake: (() => void) | undefined;
+}
+
+/** A direct grant, and when it reached this process (clock ms): it was written no later. */
+export interface Handed {
+  readonly grant: HandedGrant;
+  readonly at: number;
 }
 
 /** A notice for the first waiter, whoever it is. */
@@ -201,7 +207,7 @@ export class WaitQueues {
       if (notice.to !== undefined && waiter.owner !== notice.to) continue;
       taken = true;
       waiter.notified = true;
-      if (notice.grant) waiter.granted = notice.grant;
+      if (notice.grant) waiter.granted = { grant: notice.grant, at: this.clock() };
       waiter.wake?.();
       if (!notice.all) break;
     }
@@ -218,7 +224,7 @@ export class WaitQueues {
     for (const notice of queue.unclaimed) {
       if (notice.at < sentAt || (notice.to !== undefined && notice.to !== waiter.owner)) continue;
       missed = true;
-      if (notice.grant) waiter.granted = notice.grant;
+      if (notice.grant) waiter.granted = { grant: notice.grant, at: notice.at };
     }
     return missed;
   }

@@ -13,7 +13,7 @@ import type {
 } from '../../protocol.js';
 import { publishCommand } from '../../pub-sub-mode.js';
 import recentIdsLua from '../../recent-ids.lua';
-import { LuaScript, WholeScript } from '../../script.js';
+import { LuaScript, UNSENT, WholeScript } from '../../script.js';
 import { isCluster } from '../../topology.js';
 import { extendOne, releaseReply } from '../replies.js';
 import abandonLua from './abandon.lua';
@@ -145,12 +145,16 @@ export function tokenProtocol(): LockProtocol {
       ];
       // Only a caller that may wait, on a key contended lately, names an inbox.
       if (context?.inbox) args.push(context.inbox);
-      const reply = (await acquireScript.run(
+      const sent = await acquireScript.run(
         redis,
         scriptKeysOf(keysOf(resource), isCluster(redis)),
         args,
         context?.followUp,
-      )) as number[];
+        context?.wanted,
+      );
+      // Given up on before it could be sent again: it ran nowhere.
+      if (sent === UNSENT) return { acquired: false, remaining: -1 };
+      const reply = sent as number[];
       if (reply[0] === 1) {
         return {
           acquired: true,
