@@ -14,6 +14,12 @@ const LINGER_MS = 5_000;
  * open, refused by `maxclients`) must not hold every wait's subscription, and its end, with it.
  */
 const INBOX_WAIT_MS = 1_000;
+/**
+ * How long after ioredis gave up on a subscriber connection it is made again while the caller's
+ * client is ready (no `ready` of it to wait for): a server that keeps refusing the connection
+ * (`maxclients`) is asked this often at most.
+ */
+const REVIVE_MS = 1_000;
 
 /** Called with each message published on a channel. */
 export type MessageListener = (message: string) => void;
@@ -21,6 +27,8 @@ export type MessageListener = (message: string) => void;
 interface Channel {
   readonly listeners: Set<MessageListener>;
   subscribed: Promise<void>;
+  /** `subscribed` rejected: the next listen subscribes the channel anew. */
+  failed: boolean;
   linger: NodeJS.Timeout | undefined;
 }
 
@@ -57,6 +65,10 @@ export class ReleaseListener {
   private inbox: Inbox | undefined;
   /** The ACL refused the inbox (NOPERM): not asked again, each refusal being an ACL LOG entry. */
   private inboxRefused = false;
+  /** Waiting for the caller's client to be ready again, to make again the connections ioredis gave up on. */
+  private reviving = false;
+  /** Set instead when the caller's client was ready as ioredis gave up (see `reviveWithClient`). */
+  private reviveTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   private readonly linger: number;
@@ -85,8 +97,11 @@ export class ReleaseListener {
     const inboxing = inboxName && this.openInbox(inboxName);
     let channel = this.channels.get(channelName);
     if (!channel) {
-      channel = { listeners: new Set(), subscribed: this.subscribe(channelName), linger: undefined };
+      channel = { listeners: new Set(), subscribed: Promise.resolve(), failed: false, linger: undefined };
       this.channels.set(channelName, channel);
+      this.track(channel, this.subscribe(channelName));
+    } else if (channel.failed) {
+      this.track(channel, this.subscribe(channelName));
     }
     clearTimeout(channel.linger);
     channel.linger = undefined;
@@ -103,7 +118,10 @@ export class ReleaseListener {
       }
     } catch (error) {
       current.listeners.delete(onRelease);
-      if (this.channels.get(channelName) === current) this.channels.delete(channelName);
+      // Listeners already there keep it, and so the inbox still reaches them.
+      if (current.listeners.size === 0 && this.channels.get(channelName) === current) {
+        this.channels.delete(channelName);
+      }
       throw error;
     }
     return () => this.unlisten(channelName, current, onRelease);
@@ -122,6 +140,8 @@ export class ReleaseListener {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.redis.off('ready', this.revive);
+    clearTimeout(this.reviveTimer);
     this.inbox?.connection.disconnect();
     this.inbox = undefined;
     for (const channel of this.channels.values()) clearTimeout(channel.linger);
@@ -150,7 +170,20 @@ export class ReleaseListener {
     const mode = await pubSubMode(this.redis);
     // Closed while the probe was out: a connection made now would outlive the listener.
     if (this.closed) throw new Error('release listener is closed');
-    const connection = this.connect(mode);
+    await this.send(this.connect(mode), name);
+  }
+
+  /** Makes `subscribing` the channel's subscription, marking the channel failed if it rejects while it still is. */
+  private track(channel: Channel, subscribing: Promise<void>): void {
+    channel.subscribed = subscribing;
+    channel.failed = false;
+    subscribing.catch(() => {
+      if (channel.subscribed === subscribing) channel.failed = true;
+    });
+  }
+
+  /** (S)SUBSCRIBEs `name` on `connection`. */
+  private async send(connection: Redis | Cluster, name: string): Promise<void> {
     if (!isCluster(this.redis)) {
       await connection.subscribe(name);
       return;
@@ -162,13 +195,55 @@ export class ReleaseListener {
   }
 
   /**
+   * Subscribes every channel listened to (or lingering) again on `connection`, one command each:
+   * ioredis's own resubscription sends one for all, which the ACL refuses whole for one channel it
+   * no longer allows (and leaves that rejection unhandled). A channel refused keeps its listeners
+   * (the inbox still reaches them), and the next listen of it subscribes it anew.
+   */
+  private resubscribe(connection: Redis | Cluster): void {
+    for (const [name, channel] of this.channels) this.track(channel, this.send(connection, name));
+  }
+
+  /**
+   * Once ioredis gave up on a subscriber connection (status `end`, its `retryStrategy` said so),
+   * it is made again by the next subscription that needs it, or once the caller's client is ready
+   * again (its own `connect()`), whichever comes first: the waiters queued meanwhile may ask for
+   * nothing before their next poll. A client still ready (only the subscribers were lost) has no
+   * `ready` to come: they are made again a while on.
+   */
+  private reviveWithClient(): void {
+    if (this.closed || this.reviving) return;
+    this.reviving = true;
+    if (this.redis.status === 'ready') {
+      this.reviveTimer = setTimeout(this.revive, REVIVE_MS);
+      this.reviveTimer.unref();
+    } else {
+      this.redis.once('ready', this.revive);
+    }
+  }
+
+  private readonly revive = (): void => {
+    this.reviving = false;
+    this.reviveTimer = undefined;
+    if (this.closed) return;
+    if (this.connection?.status === 'end' && this.channels.size > 0) {
+      this.connect(this.sharded ? 'sharded' : 'plain');
+    }
+    const inbox = this.inbox;
+    if (inbox?.connection.status === 'end') this.subscribeInbox(this.makeInbox(inbox.name));
+  };
+
+  /**
    * Makes the inbox (off a cluster, unless refused) and subscribes it unless it is: answers once
    * that SUBSCRIBE is answered, never rejecting (a listener without the inbox is still one).
    */
   private openInbox(inboxName: (id: string) => string): Promise<void> | undefined {
     if (this.inboxRefused || this.closed || isCluster(this.redis)) return undefined;
+    const inbox = this.inbox;
+    if (inbox && inbox.connection.status !== 'end') return this.subscribeInbox(inbox);
+    // Made again under the same name after ioredis gave up on its connection: registrations may hold it.
     return this.subscribeInbox(
-      this.inbox ?? this.makeInbox(inboxName(randomBytes(12).toString('base64url'))),
+      this.makeInbox(inbox?.name ?? inboxName(randomBytes(12).toString('base64url'))),
     );
   }
 
@@ -212,6 +287,9 @@ export class ReleaseListener {
       inbox.active = false;
     });
     connection.on('ready', () => this.subscribeInbox(inbox));
+    connection.on('end', () => {
+      if (this.inbox === inbox) this.reviveWithClient();
+    });
     this.inbox = inbox;
     return inbox;
   }
@@ -220,8 +298,10 @@ export class ReleaseListener {
     for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
   }
 
+  /** The lock channels' connection: made at the first subscription, and again once ioredis gave up on it. */
   private connect(mode: PubSubMode): Redis | Cluster {
-    if (this.connection) return this.connection;
+    const previous = this.connection;
+    if (previous && previous.status !== 'end') return previous;
     // The offline queue is ours even when the caller's client has it off: a subscription sent
     // while the duplicate is still connecting must wait for it, not fail. It connects at once,
     // and detached: its sockets, reconnects and resubscriptions would otherwise keep the async
@@ -234,13 +314,29 @@ export class ReleaseListener {
             enableOfflineQueue: true,
             lazyConnect: false,
           })
-        : this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false }),
+        : // Resubscribed by this listener, as the inbox is (see `resubscribe`), whatever the
+          // caller's `autoResubscribe` says. A cluster's subscribers are new connections that
+          // ioredis subscribes itself, whatever that option says.
+          this.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: false }),
     );
     connection.on('error', () => {});
     connection.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
       this.deliver(channel, message),
     );
+    connection.on('end', () => {
+      if (this.connection === connection) this.reviveWithClient();
+    });
+    if (!isCluster(this.redis)) {
+      // Its first `ready` sends the subscriptions queued while it connected.
+      let connected = false;
+      connection.on('ready', () => {
+        if (connected) this.resubscribe(connection);
+        connected = true;
+      });
+    }
     this.connection = connection;
+    // The channels of the connection given up on.
+    if (previous) this.resubscribe(connection);
     return connection;
   }
 }
