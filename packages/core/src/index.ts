@@ -86,7 +86,7 @@ export {
 } from './pub-sub-mode.js';
 export * from './redlock/index.js';
 export { RETRY_AFTER_UNKNOWN, retryAfterSeconds } from './retry-after.js';
-export { LuaScript, WholeScript } from './script.js';
+export { LuaScript, UNSENT, WholeScript } from './script.js';
 export { isCluster } from './topology.js';
 export type {
   AcquireOptions,

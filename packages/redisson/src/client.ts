@@ -152,13 +152,19 @@ export class ClientCore {
         subscriber: this.subscriber,
         ...(replication === undefined ? {} : { replication }),
       });
-      engine = createEngine(backend, {
-        prefix: this.prefix,
-        ttl: this.watchdogTimeout,
-        id: this.id,
-        commandTimeout: this.commandTimeout,
-        ...(retry === undefined ? {} : { retry }),
-      });
+      try {
+        engine = createEngine(backend, {
+          prefix: this.prefix,
+          ttl: this.watchdogTimeout,
+          id: this.id,
+          commandTimeout: this.commandTimeout,
+          ...(retry === undefined ? {} : { retry }),
+        });
+      } catch (error) {
+        // Nothing was sent: closing only takes off what the backend listens to on the client.
+        void backend.close();
+        throw error;
+      }
       this.engines.set(kind, engine);
     }
     return engine;

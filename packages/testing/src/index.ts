@@ -23,6 +23,7 @@ export {
   hrtimeOf,
   readHistory,
 } from './history/recorder.js';
+export { commandsInFlight } from './in-flight.js';
 export { type RedisMasters, startMasters } from './masters.js';
 export { freePort } from './ports.js';
 export { type ProxiedClient, type ProxiedClientOptions, proxiedClient } from './proxied.js';

@@ -1,41 +1,9 @@
 import { AcquireTimeoutError, createLocker, LockAbortError, LockUnavailableError } from '@lock/core';
-import { proxiedClient, startRedis } from '@lock/testing';
-import type { Redis } from 'ioredis';
+import { commandsInFlight, proxiedClient, startRedis } from '@lock/testing';
 import { expect, it, vi } from 'vitest';
 import { registrations, SLOW_POLL, untilQueued } from '../support/waiter-queue.js';
 
 const COMMAND_TIMEOUT = 500;
-
-/**
- * Counts the commands `redis` has sent and not had answered: a command a backend sends only
- * once an earlier one answered is on its way as soon as that answer was read.
- */
-function inFlight(redis: Redis): () => number {
-  let pending = 0;
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = ((...args: Parameters<typeof send>) => {
-    pending += 1;
-    const settled = () => {
-      pending -= 1;
-    };
-    args[0].promise.then(settled, settled);
-    return send(...args);
-  }) as typeof send;
-  return () => pending;
-}
-
-/** Resolves once `pending()` stayed at 0 over a whole turn of the event loop: nothing more was sent on an answer. */
-async function drained(pending: () => number): Promise<void> {
-  const end = performance.now() + 10_000;
-  for (;;) {
-    if (pending() === 0) {
-      await new Promise((resolve) => setImmediate(resolve));
-      if (pending() === 0) return;
-    }
-    if (performance.now() > end) throw new Error('never: the connection drained');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 /**
  * A call of a locker that asks the server for its replicas (and, on its first acquire, for its
@@ -56,7 +24,7 @@ async function giveUpDuringCheck(
   const third = createLocker({ redis: server.client() });
   const held = await holder.acquire('k', { ttl: 30_000 });
   await using link = await proxiedClient(server);
-  const pending = inFlight(link.redis);
+  const commands = commandsInFlight(link.redis);
   const locker = createLocker({ redis: link.redis, commandTimeout: COMMAND_TIMEOUT });
   if (used) {
     await (await locker.acquire('other')).release();
@@ -72,7 +40,7 @@ async function giveUpDuringCheck(
   // Every command the call sent, and any it sent on their answers, has run on the server.
   await locker.close();
   link.proxy.pass();
-  await drained(pending);
+  await commands.drained();
   const left = await registrations(admin, 'k');
   // Queued behind whatever is left there: a ghost owner would be handed the lock for 5 s.
   const waiting = third.acquire('k', { ttl: 5_000, wait: 2_000, retry: SLOW_POLL }).then(
@@ -135,7 +103,7 @@ it('an abort while the server answers an uncached script slowly sends no script 
   await using server = await startRedis();
   const admin = server.client();
   await using link = await proxiedClient(server);
-  const pending = inFlight(link.redis);
+  const commands = commandsInFlight(link.redis);
   // No server checks before the attempt: the only command out when the call gives up is the script.
   const locker = createLocker({
     redis: link.redis,
@@ -155,7 +123,7 @@ it('an abort while the server answers an uncached script slowly sends no script 
   expect(await acquiring.catch((error: unknown) => error)).toBeInstanceOf(LockAbortError);
   await locker.close();
   link.proxy.pass();
-  await drained(pending);
+  await commands.drained();
   expect(await registrations(admin, 'k')).toEqual({});
   await held.release();
   await holder.close();
