@@ -13,6 +13,10 @@ it('S9: CLIENT PAUSE WRITE for 1.5x the ttl in the middle of 8x100: no overlap, 
   // The witness lives on another server, so the pause stalls only the lock scripts.
   await using witness = await startRedis();
   const witnessClient = witness.client();
+  // Connected before the run: a connection made at the pause would move its start by however long
+  // connecting takes on a loaded machine, and the calls made just before it be granted meanwhile.
+  const pauser = locks.client();
+  await pauser.ping();
   const run = runContention({
     factory: fileURLToPath(new URL('./support/short-ttl-factory.ts', import.meta.url)),
     config: { url: locks.url, ttl: TTL },
@@ -34,7 +38,7 @@ it('S9: CLIENT PAUSE WRITE for 1.5x the ttl in the middle of 8x100: no overlap, 
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const pauseSent = process.hrtime.bigint();
-  await locks.client().call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
+  await pauser.call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
   const pauseAcknowledged = process.hrtime.bigint();
   const intervals = await run;
 
