@@ -9,6 +9,8 @@ import {
   NotOwnerError,
   type RedisClient,
   ReleaseListener,
+  type ReplicationOptions,
+  type RetryOptions,
   singleBackend,
 } from '@lock/core';
 import { FairLockProtocol } from './fair/protocol.js';
@@ -51,11 +53,21 @@ export class ClientCore {
   private readonly unwatch = new WeakMap<Lock, () => void>();
   private closed = false;
 
-  constructor(private readonly options: RedissonOptions) {
+  /**
+   * Copies of the options `createRedisson` checked, down to their fields: the engines reading
+   * them are made at each kind's first lock, when the caller's object may have changed since.
+   */
+  private readonly retry: RetryOptions | undefined;
+  private readonly replication: ReplicationOptions | undefined;
+
+  constructor(options: RedissonOptions) {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.watchdogTimeout = options.lockWatchdogTimeout ?? WATCHDOG_TIMEOUT;
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
+    this.retry = options.retry === undefined ? undefined : { ...options.retry };
+    const { replication } = options;
+    this.replication = typeof replication === 'object' ? { ...replication } : replication;
     this.subscriber = new ReleaseListener(this.redis);
     this.protocols = {
       lock: new RLockProtocol(),
@@ -147,24 +159,18 @@ export class ClientCore {
     let engine = this.engines.get(kind);
     if (!engine) {
       if (this.closed) throw new LockerClosedError();
-      const { replication, retry } = this.options;
+      const { replication, retry } = this;
       const backend = singleBackend(this.redis, this.protocols[kind], {
         subscriber: this.subscriber,
         ...(replication === undefined ? {} : { replication }),
       });
-      try {
-        engine = createEngine(backend, {
-          prefix: this.prefix,
-          ttl: this.watchdogTimeout,
-          id: this.id,
-          commandTimeout: this.commandTimeout,
-          ...(retry === undefined ? {} : { retry }),
-        });
-      } catch (error) {
-        // Nothing was sent: closing only takes off what the backend listens to on the client.
-        void backend.close();
-        throw error;
-      }
+      engine = createEngine(backend, {
+        prefix: this.prefix,
+        ttl: this.watchdogTimeout,
+        id: this.id,
+        commandTimeout: this.commandTimeout,
+        ...(retry === undefined ? {} : { retry }),
+      });
       this.engines.set(kind, engine);
     }
     return engine;

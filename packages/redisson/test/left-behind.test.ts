@@ -1,6 +1,5 @@
-import { InvalidOptionError, LockAbortError } from '@lock/core';
+import { LockAbortError } from '@lock/core';
 import { commandsInFlight, proxiedClient, startRedis } from '@lock/testing';
-import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { createRedisson } from '../src/index.js';
 
@@ -42,22 +41,4 @@ it('an aborted fair-lock wait sends no script after its give-up, even when the s
     await redisson.shutdown();
     await holder.shutdown();
   }
-}, 30_000);
-
-/**
- * A lock kind's engine is made at its first lock, from the options as they are then: refused
- * (options changed after `createRedisson` checked them), the backend made for it must not keep
- * its listeners on the caller's client once the Redisson client is shut down.
- */
-it('a lock kind whose engine is refused leaves no listener on the client after shutdown', async () => {
-  await using server = await startRedis();
-  const redis = server.client();
-  const listening = () => ({ ready: redis.listenerCount('ready'), error: redis.listenerCount('error') });
-  const before = listening();
-  const options: { redis: Redis; retry: unknown } = { redis, retry: { base: 10 } };
-  const redisson = createRedisson(options as Parameters<typeof createRedisson>[0]);
-  options.retry = { base: -1 };
-  await expect(redisson.getLock('refused').lock({ threadId: 1 })).rejects.toThrow(InvalidOptionError);
-  await redisson.shutdown();
-  expect(listening()).toEqual(before);
 }, 30_000);
