@@ -12,7 +12,9 @@ export type MasterChangeListener = (affects: (resource: string) => boolean) => v
 
 /**
  * Connection events of one client, shared by every backend on it (a service may make many
- * lockers on one client; each adding listeners of its own would trip Node's leak warning).
+ * lockers on one client; each adding listeners of its own would trip Node's leak warning), and
+ * listened to until the last of them is closed: a closed or refused locker leaves the client's
+ * listeners as they were.
  * The generation moves whenever the client may have reached another server: a reconnect on a
  * standalone or Sentinel client (Sentinel's `failoverDetector` disconnects on `+switch-master`),
  * a slot refresh or a node change on a cluster. `onMoved` is told after a reconnect, or after a
@@ -21,33 +23,53 @@ export type MasterChangeListener = (affects: (resource: string) => boolean) => v
 class ClientEvents {
   generation = 0;
   readonly onMoved = new Set<() => void>();
+  /** The watches on the client not yet closed. */
+  users = 0;
   private reconnecting = false;
+  private readonly listening: [event: string, listener: () => void][];
 
-  constructor(redis: RedisClient) {
+  constructor(private readonly redis: RedisClient) {
     const moved = () => {
       this.generation += 1;
     };
-    if (isCluster(redis)) {
-      for (const event of ['+node', '-node']) redis.on(event, moved);
-      // Every refresh is a new generation, though it costs each counter a stamp at its next
-      // acquisition: a master restarted empty at the same address (ioredis reconnecting to it
-      // with `clusterNodeRetryStrategy`) shows no node change, only refreshes. The counters whose
-      // slot moved to another master are stamped at once.
-      redis.on('refresh', () => {
-        moved();
-        this.tell();
-      });
-      return;
-    }
-    redis.on('close', () => {
-      moved();
-      this.reconnecting = true;
-    });
-    redis.on('ready', () => {
-      if (!this.reconnecting) return;
-      this.reconnecting = false;
-      this.tell();
-    });
+    this.listening = isCluster(redis)
+      ? [
+          ['+node', moved],
+          ['-node', moved],
+          // Every refresh is a new generation, though it costs each counter a stamp at its next
+          // acquisition: a master restarted empty at the same address (ioredis reconnecting to
+          // it with `clusterNodeRetryStrategy`) shows no node change, only refreshes. The
+          // counters whose slot moved to another master are stamped at once.
+          [
+            'refresh',
+            () => {
+              moved();
+              this.tell();
+            },
+          ],
+        ]
+      : [
+          [
+            'close',
+            () => {
+              moved();
+              this.reconnecting = true;
+            },
+          ],
+          [
+            'ready',
+            () => {
+              if (!this.reconnecting) return;
+              this.reconnecting = false;
+              this.tell();
+            },
+          ],
+        ];
+    for (const [event, listener] of this.listening) redis.on(event, listener);
+  }
+
+  stop(): void {
+    for (const [event, listener] of this.listening) this.redis.off(event, listener);
   }
 
   /** Outside the context of whichever call's command led to the event: the stamps outlive it. */
@@ -66,7 +88,15 @@ function eventsOf(redis: RedisClient): ClientEvents {
     events = new ClientEvents(redis);
     clients.set(redis, events);
   }
+  events.users += 1;
   return events;
+}
+
+function release(redis: RedisClient, events: ClientEvents): void {
+  events.users -= 1;
+  if (events.users > 0) return;
+  events.stop();
+  clients.delete(redis);
 }
 
 interface Stamp {
@@ -159,8 +189,10 @@ export class MasterWatch {
   }
 
   close(): void {
-    this.events.onMoved.delete(this.restamp);
     this.listeners.clear();
+    // Closed once: a second close must not take another watch's place among the client's users.
+    if (!this.events.onMoved.delete(this.restamp)) return;
+    release(this.redis, this.events);
   }
 
   private counterFor(resource: string): string | undefined {
