@@ -9,7 +9,7 @@ import { checkEvictionOption, type EvictionCheck, evictionGate } from './evictio
 import { MasterWatch } from './master-watch.js';
 import { ReleaseListener } from './release-listener.js';
 import { renewalBatches } from './renewal-batches.js';
-import { replicationGate, sendWait, type WaitPlan } from './replication.js';
+import { replicationGate, sendWait } from './replication.js';
 
 /** Options of a backend on one Redis deployment (standalone, sentinel-backed or cluster). */
 export interface SingleBackendOptions {
@@ -70,17 +70,6 @@ export function singleBackend(
     const stamping = watch?.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
-  // What an attempt awaits before its script is sent (none, once the server was checked): the
-  // eviction policy, the fence counter's stamp, the replicas to WAIT for.
-  const checksBefore = (resource: string): WaitPlan | null | Promise<WaitPlan | null> => {
-    const unchecked = checkEviction(resource);
-    if (unchecked) return unchecked.then(() => stampedPlan(resource));
-    return stampedPlan(resource);
-  };
-  const stampedPlan = (resource: string): WaitPlan | null | Promise<WaitPlan | null> => {
-    const stamping = watch?.ready(resource);
-    return stamping ? stamping.then(() => replication.plan()) : replication.plan();
-  };
   // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
@@ -99,8 +88,12 @@ export function singleBackend(
 
     async acquire(resource, owner, ttl, given) {
       const context = withInbox(given, resource, owner);
-      const checked = checksBefore(resource);
-      const plan = checked instanceof Promise ? await checked : checked;
+      const unchecked = checkEviction(resource);
+      if (unchecked) await unchecked;
+      const stamping = watch?.ready(resource);
+      if (stamping) await stamping;
+      const planned = replication.plan();
+      const plan = planned instanceof Promise ? await planned : planned;
       // The call's abandon went out while the server was being checked: sent now, the attempt
       // would run after it and queue the owner again, to be handed the lock when nobody waits.
       if (context?.wanted?.() === false) return CANCELLED;
