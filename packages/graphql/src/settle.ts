@@ -35,22 +35,34 @@ async function settleLevel(
 ): Promise<unknown> {
   if (depth === 0) return settleItem(value);
   if (typeof value !== 'object' || value === null) return value;
-  let items: unknown[];
   // graphql-tools' executor (Yoga) iterates an async iterable in place of a list, after the
   // resolver has returned, so its items must be drawn here, under the lock.
-  if (Symbol.asyncIterator in value) items = await drain(value as AsyncIterable<unknown>);
-  else if (Symbol.iterator in value) items = Array.from(value as Iterable<unknown>);
-  else return value;
-  const settled = await Promise.all(
-    items.map((item) => settlePosition(item, (inner) => settleLevel(inner, depth - 1, settleItem))),
+  if (!(Symbol.asyncIterator in value || Symbol.iterator in value)) return value;
+  const positions = await drawSettling(value as Iterable<unknown> | AsyncIterable<unknown>, (item) =>
+    settlePosition(item, (inner) => settleLevel(inner, depth - 1, settleItem)),
   );
+  const settled = await Promise.all(positions);
   return settled.map((position) => position.value);
 }
 
-async function drain(iterable: AsyncIterable<unknown>): Promise<unknown[]> {
-  const items: unknown[] = [];
-  for await (const item of iterable) items.push(item);
-  return items;
+/**
+ * Starts settling each item as it is drawn: an item may be a promise that rejects while later
+ * ones are still being drawn, and would crash the process as unhandled if it waited for the
+ * end. When the iterable throws, the items drawn before still settle (under the lock) first.
+ */
+async function drawSettling<T>(
+  iterable: Iterable<unknown> | AsyncIterable<unknown>,
+  settleOne: (item: unknown) => Promise<T>,
+): Promise<Promise<T>[]> {
+  const positions: Promise<T>[] = [];
+  try {
+    if (Symbol.asyncIterator in iterable) for await (const item of iterable) positions.push(settleOne(item));
+    else for (const item of iterable) positions.push(settleOne(item));
+  } catch (error) {
+    await Promise.all(positions);
+    throw error;
+  }
+  return positions;
 }
 
 /**

@@ -105,7 +105,9 @@ function parseSegment(
   if (!match) throw refuse(`has a segment {${text}}: expected {args.name}, {context.name} or {keys.name}`);
   const [, source, dotted] = match as unknown as [string, 'args' | 'context' | 'keys', string];
   const path = dotted.slice(1).split('.');
-  if (source === 'context') return { text, server: true, read: (_args, context) => walk(context, path) };
+  // Prototypes too: a context may be a class instance whose values are getters.
+  if (source === 'context')
+    return { text, server: true, read: (_args, context) => walk(context, path, Reflect.get) };
   if (source === 'keys') {
     const [name] = path as [string];
     // Own properties only: `{keys.toString}` must not find Object.prototype's.
@@ -122,7 +124,9 @@ function parseSegment(
   return {
     text,
     server: false,
-    read: (args) => walk(args, path),
+    // Own properties only: graphql-js builds arguments and input objects as plain objects, so a
+    // left-out `constructor` or `toString` would otherwise be read from Object.prototype.
+    read: (args) => walk(args, path, ownValue),
     serialize: (value) => leaf.serialize(value),
   };
 }
@@ -157,13 +161,21 @@ function checkArgumentPath(
   return type;
 }
 
-function walk(root: unknown, path: readonly string[]): unknown {
+function walk(
+  root: unknown,
+  path: readonly string[],
+  read: (object: object, name: string) => unknown,
+): unknown {
   let value = root;
   for (const step of path) {
-    if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return undefined;
-    value = (value as Record<string, unknown>)[step];
+    if (!isObject(value)) return undefined;
+    value = read(value as object, step);
   }
   return value;
+}
+
+function ownValue(object: object, name: string): unknown {
+  return Object.hasOwn(object, name) ? (object as Record<string, unknown>)[name] : undefined;
 }
 
 function segmentValue(

@@ -84,6 +84,33 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('answers BAD_USER_INPUT for a missing argument or input field named after a member of Object.prototype', async () => {
+    let calls = 0;
+    const anything = new GraphQLScalarType({ name: 'Anything', serialize: String });
+    const schema = build(
+      `scalar Anything
+       input Team { constructor: ID }
+       type Query {
+         a(constructor: ID): Int @locked(key: "a:{args.constructor}")
+         b(toString: Anything): Int @locked(key: "b:{args.toString}")
+         c(team: Team!): Int @locked(key: "c:{args.team.constructor}")
+       }`,
+      { Anything: anything, Query: { a: () => ++calls, b: () => ++calls, c: () => ++calls } },
+    );
+    const result = await run(schema, '{ a b c(team: {}) }');
+
+    expect(codes(result)).toEqual([
+      [['a'], 'BAD_USER_INPUT'],
+      [['b'], 'BAD_USER_INPUT'],
+      [['c'], 'BAD_USER_INPUT'],
+    ]);
+    expect(result.errors![2]!.message).toBe(
+      'Query.c needs {args.team.constructor} for its lock key, and it is undefined',
+    );
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
   it('answers BAD_USER_INPUT for a value holding a lone surrogate, which would be written as the bytes of U+FFFD', async () => {
     let calls = 0;
     const schema = build('type Query { s(id: String!): Int @locked(key: "s:{args.id}") }', {
@@ -442,6 +469,84 @@ describe('the lock around the resolver', () => {
     expect(heldWhileComputing).toEqual([true, true, true]);
     expect(await locker.isLocked('batch')).toBe(false);
   });
+
+  it('handles a rejected item of an async iterable as soon as it is drawn: no unhandled rejection while the rest is drawn', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    // Not an async generator (which awaits what it yields): an iterator handing out promises as
+    // they are, as a stream of pending work does.
+    const items = [() => Promise.reject(new Error('item 0 failed')), () => Promise.resolve(1)];
+    const stream = (): AsyncIterable<unknown> => ({
+      [Symbol.asyncIterator]: () => ({
+        next: async () => {
+          const item = items.shift();
+          if (item === undefined) return { done: true, value: undefined };
+          await delay(20);
+          return { done: false, value: item() };
+        },
+      }),
+    });
+    const schema = build('type Query { batch: [Int] @locked(key: "batch") }', {
+      Query: { batch: stream },
+    });
+    try {
+      const result = await run(schema, '{ batch }');
+
+      expect(result.data).toEqual({ batch: [null, 1] });
+      expect(result.errors?.map((error) => [error.path, error.message])).toEqual([
+        [['batch', 0], 'item 0 failed'],
+      ]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it.each([
+    [
+      'a generator',
+      (first: Promise<number>): Iterable<unknown> =>
+        (function* () {
+          yield first;
+          throw new Error('stream broke');
+        })(),
+    ],
+    [
+      'an async iterable',
+      (first: Promise<number>): AsyncIterable<unknown> => {
+        let drawn = 0;
+        return {
+          [Symbol.asyncIterator]: () => ({
+            next: async () => {
+              drawn += 1;
+              if (drawn > 1) throw new Error('stream broke');
+              return { done: false, value: first };
+            },
+          }),
+        };
+      },
+    ],
+  ])(
+    'holds the lock until the items %s handed out have settled, also when it then throws',
+    async (_, stream) => {
+      const heldWhenDone: boolean[] = [];
+      const slow = async () => {
+        await delay(30);
+        heldWhenDone.push(await locker.isLocked('batch'));
+        return 1;
+      };
+      const schema = build('type Query { batch: [Int] @locked(key: "batch") }', {
+        Query: { batch: () => stream(slow()) },
+      });
+      const result = await run(schema, '{ batch }');
+
+      expect(result.errors?.map((error) => [error.path, error.message])).toEqual([
+        [['batch'], 'stream broke'],
+      ]);
+      expect(heldWhenDone).toEqual([true]);
+    },
+  );
 
   it('holds the lock of an object result until its promise fields have settled: two payments never overlap', async () => {
     let inside = 0;
