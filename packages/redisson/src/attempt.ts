@@ -42,7 +42,9 @@ export class AcquireScript {
           [...args, attempt],
         ]
       : [keys, args];
-    const reply = await this.script.run(redis, sentKeys, sentArgs, undefined, context?.wanted);
+    // The engine's WAIT goes out right behind the script on the same connection: sent on its
+    // answer instead, a reconnect in between would have it confirm a write no replica has.
+    const reply = await this.script.run(redis, sentKeys, sentArgs, context?.followUp, context?.wanted);
     // Given up on before it could be sent again: it ran nowhere, a refusal with no TTL known.
     if (reply === UNSENT) return { acquired: false, remaining: -1 };
     return acquireReply(reply, lease);

@@ -53,21 +53,18 @@ export class ClientCore {
   private readonly unwatch = new WeakMap<Lock, () => void>();
   private closed = false;
 
-  /**
-   * Copies of the options `createRedisson` checked, down to their fields: the engines reading
-   * them are made at each kind's first lock, when the caller's object may have changed since.
-   */
+  /** Read by the engines made at each kind's first lock. */
   private readonly retry: RetryOptions | undefined;
   private readonly replication: ReplicationOptions | undefined;
 
+  /** `options` as `checkOptions` answers them: a copy the caller cannot change any more. */
   constructor(options: RedissonOptions) {
     this.redis = options.redis;
     this.prefix = options.prefix ?? '';
     this.watchdogTimeout = options.lockWatchdogTimeout ?? WATCHDOG_TIMEOUT;
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
-    this.retry = options.retry === undefined ? undefined : { ...options.retry };
-    const { replication } = options;
-    this.replication = typeof replication === 'object' ? { ...replication } : replication;
+    this.retry = options.retry;
+    this.replication = options.replication;
     this.subscriber = new ReleaseListener(this.redis);
     this.protocols = {
       lock: new RLockProtocol(),

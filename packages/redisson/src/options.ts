@@ -103,8 +103,14 @@ export function checkOptionNames(
   refuseUnknown(options, known, `the ${method}() options`, renamed);
 }
 
-export function checkOptions(options: RedissonOptions): void {
-  checkOptionNames(options, KNOWN, 'createRedisson', CONFIG_NAMES);
+/**
+ * Checks `options` and answers the copy it checked, the only one the client may use afterwards:
+ * an options object with getters (or a Proxy) could answer the check one value and a later read
+ * another, and a caller may change its object after creation, before a lock kind's engine is made.
+ */
+export function checkOptions(given: RedissonOptions): RedissonOptions {
+  checkOptionNames(given, KNOWN, 'createRedisson', CONFIG_NAMES);
+  const options = copyOf(given);
   const { redis } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError('redis', redis, 'an ioredis Redis or Cluster client');
@@ -118,6 +124,20 @@ export function checkOptions(options: RedissonOptions): void {
   if (options.replication !== undefined) checkReplication(options.replication, isCluster(redis));
   checkRetry(options.retry, DEFAULT_RETRY);
   checkPubSub(options.pubSub, redis);
+  return options;
+}
+
+/** `options` with each known option read once, and `retry` and `replication` copied down to their fields. */
+function copyOf(options: RedissonOptions): RedissonOptions {
+  const copy: Record<string, unknown> = {};
+  for (const name of KNOWN) {
+    const value: unknown = options[name as keyof RedissonOptions];
+    if (value === undefined) continue;
+    const nested =
+      (name === 'retry' || name === 'replication') && typeof value === 'object' && value !== null;
+    copy[name] = nested ? { ...value } : value;
+  }
+  return copy as unknown as RedissonOptions;
 }
 
 /**

@@ -26,9 +26,9 @@ export interface Redisson {
 
 /** Creates a client that locks the same keys, with the same bytes, as Redisson 3.x/4.x. */
 export function createRedisson(options: RedissonOptions): Redisson {
-  checkOptions(options);
-  const client = new ClientCore(options);
-  forcePubSub(options.redis, options.pubSub ?? 'auto');
+  const checked = checkOptions(options);
+  const client = new ClientCore(checked);
+  forcePubSub(checked.redis, checked.pubSub ?? 'auto');
   return {
     id: client.id,
     getLock: (name) => new RLock(client, name),

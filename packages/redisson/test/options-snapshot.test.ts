@@ -54,3 +54,45 @@ it.each([
   },
   30_000,
 );
+
+/** `target` with a field `name` that answers `valid` to its first read and `invalid` to every later one. */
+function changingOnRead<T extends object>(target: T, name: string, valid: unknown, invalid: unknown): T {
+  let reads = 0;
+  return Object.defineProperty(target, name, {
+    enumerable: true,
+    get: () => (++reads === 1 ? valid : invalid),
+  });
+}
+
+/**
+ * An options object with getters (or a Proxy) may answer the check one value and a later read
+ * another: each option is read once, and the value checked is the one the client locks with.
+ */
+it.each([
+  [
+    'retry',
+    (redis: Redis) => changingOnRead({ redis }, 'retry', { base: 10, max: 100 }, { base: -1, max: 100 }),
+  ],
+  ['retry.base', (redis: Redis) => ({ redis, retry: changingOnRead({ max: 100 }, 'base', 10, -1) })],
+  ['replication', (redis: Redis) => changingOnRead({ redis }, 'replication', false, 'always')],
+  ['prefix', (redis: Redis) => changingOnRead({ redis }, 'prefix', 'app:', 42)],
+  ['lockWatchdogTimeout', (redis: Redis) => changingOnRead({ redis }, 'lockWatchdogTimeout', 30_000, -1)],
+  ['fairLockWaitTimeout', (redis: Redis) => changingOnRead({ redis }, 'fairLockWaitTimeout', 300_000, -1)],
+  ['commandTimeout', (redis: Redis) => changingOnRead({ redis }, 'commandTimeout', 500, -1)],
+])(
+  'locks with the %s value it checked when a getter answers a valid one first and an invalid one after',
+  async (_, optionsOf) => {
+    await using server = await startRedis();
+    const redisson = createRedisson(optionsOf(server.client()) as RedissonOptions);
+    try {
+      for (const lock of [redisson.getLock('read-once'), redisson.getFairLock('read-once-fair')]) {
+        await lock.lock({ threadId: 1 });
+        expect(await lock.isHeldByThread(1)).toBe(true);
+        await lock.unlock({ threadId: 1 });
+      }
+    } finally {
+      await redisson.shutdown();
+    }
+  },
+  30_000,
+);
