@@ -135,15 +135,29 @@ export function locked(options: ExpressLockOptions, route: RequestHandler): Requ
   const handler = checkFunction(route, 'route');
   return gated(options, 'the locked() options', (req, res, next) => {
     const settled = new Promise((resolve) => resolve(handler(req, res, next)));
-    settled.catch(next);
+    settled.catch(failWith(next, 'the locked() route'));
     return settled;
   });
+}
+
+/**
+ * Passes a failure to `next(err)`. Express reads a falsy argument as `next()` and runs the next
+ * handler, here the route without its lock (or, after a failed `locked()` route, the next route):
+ * a failure without a reason goes as an `Error` naming `what` failed, as Express 5 does for a
+ * rejected handler.
+ */
+function failWith(next: NextFunction, what: string): (error: unknown) => void {
+  return (error) => next(error || new Error(`${what} failed with ${String(error)}`));
 }
 
 function gated(options: ExpressLockOptions, where: string, onward: Onward): RequestHandler {
   const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName'], where);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
-  const property = checkPropertyName(options.requestPropertyName ?? 'lock', 'requestPropertyName', onRequest);
+  const property = checkPropertyName(
+    options.requestPropertyName === undefined ? 'lock' : options.requestPropertyName,
+    'requestPropertyName',
+    onRequest,
+  );
   const gate = createGate(
     settings,
     (req: Request) => ({ params: req.params, query: req.query, headers: req.headers, body: req.body }),
@@ -158,13 +172,19 @@ function gated(options: ExpressLockOptions, where: string, onward: Onward): Requ
       return onward(req, res, next);
     };
     // A refusal handler's `next()` runs the route anyway (unlocked); `next(err)` is Express's.
+    // Express reads any falsy argument as `next()` (a Node callback's `null` error handed on).
     const anyway: NextFunction = (error?: unknown) => {
-      if (error === undefined) proceed(undefined);
+      if (!error) proceed(undefined);
       else next(error);
     };
-    gate(req, res, proceed, req).then((outcome) => {
-      if (outcome.kind !== 'refused') return;
-      new Promise((resolve) => resolve(handler(req, res, anyway, outcome.refusal))).catch(next);
-    }, next);
+    gate(req, res, proceed, req).then(
+      (outcome) => {
+        if (outcome.kind !== 'refused') return;
+        new Promise((resolve) => resolve(handler(req, res, anyway, outcome.refusal))).catch(
+          failWith(next, 'the refusal handler'),
+        );
+      },
+      failWith(next, 'the lock middleware (key function, skip or locker)'),
+    );
   }
 }

@@ -44,7 +44,7 @@ for (const version of expressVersions) {
       expect((await request(server).get('/orders/1')).body).toEqual({ key: 'order:1', lock: null });
     });
 
-    it('refuses a requestPropertyName that is on every request or reaches its prototype, naming it', () => {
+    it('refuses a requestPropertyName that is null, on every request or reaches its prototype, naming it', () => {
       for (const requestPropertyName of [
         '__proto__',
         'constructor',
@@ -56,8 +56,9 @@ for (const version of expressVersions) {
         'headers',
         'get',
         'on',
+        null,
       ]) {
-        expect(() => lock({ locker, key: 'k', requestPropertyName })).toThrow(
+        expect(() => lock({ locker, key: 'k', requestPropertyName: requestPropertyName as string })).toThrow(
           expect.objectContaining({
             name: 'InvalidOptionError',
             code: 'ERR_LOCK_INVALID_OPTION',
@@ -117,6 +118,33 @@ for (const version of expressVersions) {
         );
       await holder.release();
       expect(refused).toBe('cut');
+    });
+
+    it('answers a key function, skip or refusal handler that fails without a reason as an error: the route never runs unlocked', async () => {
+      const route: RequestHandler = (req, res) => {
+        res.json({ locked: req.lock !== undefined });
+      };
+      const server = await serve((app) => {
+        app.get('/key/:id', lock({ locker, key: () => Promise.reject(undefined) }), route);
+        app.get(
+          '/skip/:id',
+          lock({ locker, key: 'skip:{params.id}', skip: () => Promise.reject(null) }),
+          route,
+        );
+        app.get(
+          '/handler/:id',
+          lock({ locker, key: 'handler:{params.id}', wait: 0, handler: () => Promise.reject(0) }),
+          route,
+        );
+      });
+      const holder = await locker.acquire('handler:1', { ttl: 5_000 });
+      const answers = [];
+      for (const path of ['/key/1', '/skip/1', '/handler/1']) {
+        const answer = await request(server).get(path);
+        answers.push([answer.status, answer.body]);
+      }
+      await holder.release();
+      expect(answers).toEqual(Array(3).fill([500, { code: null }]));
     });
 
     describe('locked()', () => {
@@ -205,6 +233,21 @@ for (const version of expressVersions) {
         });
       });
 
+      it('sends a route that rejects without a reason to next(err) as an error, not on to the next route', async () => {
+        const server = await serve((app) => {
+          app.get(
+            '/orders/:id',
+            locked({ locker, key: 'order:{params.id}' }, () => Promise.reject(null)),
+          );
+          app.get('/orders/:id', (_req, res) => {
+            res.json({ nextRoute: true });
+          });
+        });
+        const failed = await request(server).get('/orders/35');
+        expect([failed.status, failed.body]).toEqual([500, { code: null }]);
+        await waitFor('the lock to be free', async () => !(await locker.isLocked('order:35')));
+      });
+
       it('runs the route without the lock when a refusal handler calls next()', async () => {
         const server = await serve((app) =>
           app.get(
@@ -222,6 +265,30 @@ for (const version of expressVersions) {
         await holder.release();
         expect(anyway.body).toEqual({ locked: false });
         expect((await request(server).get('/orders/32')).body).toEqual({ locked: true });
+      });
+
+      it('runs the route when a refusal handler calls next(null), which Express reads as next()', async () => {
+        const server = await serve((app) =>
+          app.get(
+            '/orders/:id',
+            locked(
+              {
+                locker,
+                key: 'order:{params.id}',
+                wait: 0,
+                // A Node callback hands its `null` error on: `(error) => next(error)`.
+                handler: (_req, _res, next) => setImmediate(() => next(null)),
+              },
+              (req, res) => {
+                res.json({ locked: req.lock !== undefined });
+              },
+            ),
+          ),
+        );
+        const holder = await locker.acquire('order:34', { ttl: 5_000 });
+        const anyway = await request(server).get('/orders/34');
+        await holder.release();
+        expect([anyway.status, anyway.body]).toEqual([200, { locked: false }]);
       });
 
       it('refuses a route that is not a function, naming it', () => {

@@ -183,6 +183,13 @@ describe('options', () => {
     // The gate runs the route in `using`: a locker without it would fail every request.
     [{ locker: { acquire: notUsed } }, 'locker'],
     [{ handler: () => {} }, 'handler'],
+    // null is no way to ask for the default: the locker refuses it for ttl, wait and renew.
+    [{ statusCode: null }, 'statusCode'],
+    [{ message: null }, 'message'],
+    [{ failOpen: null }, 'failOpen'],
+    [{ logger: null }, 'logger'],
+    [{ validate: null }, 'validate'],
+    [{ ttl: null }, 'ttl'],
   ])('refuses %j, naming %s', (bad, option) => {
     expect(() => checkCommonOptions({ locker, key: 'k', ...bad }, [])).toThrow(
       expect.objectContaining({ name: 'InvalidOptionError', code: 'ERR_LOCK_INVALID_OPTION', option }),

@@ -43,7 +43,7 @@ export interface KoaLockOptions extends CommonLockOptions<Context> {
 export function lock(options: KoaLockOptions): Middleware {
   const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
-  const stateKey = checkPropertyName(options.stateKey ?? 'lock', 'stateKey');
+  const stateKey = checkPropertyName(options.stateKey === undefined ? 'lock' : options.stateKey, 'stateKey');
   const gate = createGate(
     settings,
     (ctx: Context) => ({
@@ -68,8 +68,10 @@ export function lock(options: KoaLockOptions): Middleware {
         if (held) {
           ctx.state[stateKey] = held;
           cutWhenKoaGivesUp(ctx);
+          downstream = next().catch(answerable);
+        } else {
+          downstream = next();
         }
-        downstream = next();
         return downstream;
       },
       ctx.req,
@@ -77,6 +79,15 @@ export function lock(options: KoaLockOptions): Middleware {
     if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal);
     await downstream;
   }
+}
+
+/**
+ * Rethrows what a locked handler threw, a nullish value as an `Error`: Koa's `ctx.onerror(null)`
+ * answers nothing, leaving the response open, and the lock held, while the client waits. Koa
+ * turns any other non-error into an `Error` the same way.
+ */
+function answerable(error: unknown): never {
+  throw error ?? new Error(`non-error thrown: ${String(error)}`);
 }
 
 /**

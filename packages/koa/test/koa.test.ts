@@ -102,9 +102,9 @@ for (const version of koaVersions) {
       });
     });
 
-    it('refuses a stateKey that reaches the prototype of ctx.state, naming it', () => {
-      for (const stateKey of ['__proto__', 'constructor', 'prototype']) {
-        expect(() => lock({ locker, key: 'k', stateKey })).toThrow(
+    it('refuses a stateKey that is null or reaches the prototype of ctx.state, naming it', () => {
+      for (const stateKey of ['__proto__', 'constructor', 'prototype', null]) {
+        expect(() => lock({ locker, key: 'k', stateKey: stateKey as string })).toThrow(
           expect.objectContaining({
             name: 'InvalidOptionError',
             code: 'ERR_LOCK_INVALID_OPTION',
@@ -294,6 +294,24 @@ for (const version of koaVersions) {
         interval: 10,
       });
       expect(await outcomeOf(failing.body)).toBe('cut');
+    });
+
+    it('answers a handler that throws undefined under the lock with a 500, and releases the lock', async () => {
+      const server = await serve((app, router) => {
+        // Koa logs the error; that error is what the test makes.
+        app.silent = true;
+        router.get('/orders/:id', lock({ locker, key: 'nullish:{params.id}' }), async () => {
+          throw undefined;
+        });
+      });
+      // Koa's ctx.onerror(undefined) returns without answering: the response, and the lock with
+      // it, would stay open for as long as the client waits.
+      const failed = await request(server).get('/orders/1').timeout(3_000);
+      expect(failed.status).toBe(500);
+      await waitFor('nullish:1 to be free', async () => !(await locker.isLocked('nullish:1')), {
+        timeout: 5_000,
+        interval: 10,
+      });
     });
 
     it('leaves a response whose headers are out to an upstream middleware that answers the error', async () => {

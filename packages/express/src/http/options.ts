@@ -114,13 +114,22 @@ export function checkCommonOptions<C>(
     locker: given.locker,
     key: checkKey(given.key),
     acquire,
-    statusCode: checkStatus(given.statusCode ?? 409),
-    message: checkMessage(given.message ?? DEFAULT_BUSY_MESSAGE),
+    statusCode: checkStatus(orDefault(given.statusCode, 409)),
+    message: checkMessage(orDefault(given.message, DEFAULT_BUSY_MESSAGE)),
     skip: given.skip === undefined ? undefined : checkFunction(given.skip, 'skip'),
-    failOpen: checkBoolean(given.failOpen ?? false, 'failOpen'),
-    logger: checkLogger(given.logger ?? console),
-    validate: checkValidate(given.validate ?? true),
+    failOpen: checkBoolean(orDefault(given.failOpen, false), 'failOpen'),
+    logger: checkLogger(orDefault(given.logger, console)),
+    validate: checkValidate(orDefault(given.validate, true)),
   };
+}
+
+/**
+ * An option's value, or its default when it was left out. Only `undefined` leaves it out: a
+ * `null` is checked as a value and refused, as the locker refuses it for `ttl`, `wait` and `renew`,
+ * rather than read as "the default" (`failOpen: null` silently failing closed).
+ */
+function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
 }
 
 /** Checks an option that must be a function, naming it when it is not. */

@@ -616,6 +616,36 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       await waitFor('the loss to be logged', async () => error.mock.calls.length === 1, bound);
     });
 
+    it('logs one ERR_LOCK_HTTP_RELEASE when its release finds the lock taken, and leaves the new holder its lock', async () => {
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const admin = redisServer.client();
+      let taker: Lock | undefined;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:{params.id}', logger },
+        handle: async () => {
+          // Deleted behind the holder's back (an operator, an eviction) and taken by another
+          // owner before the response closes: only the release can find out.
+          await admin.del('{lock:order:13}');
+          taker = await locker.acquire('order:13', { reentrant: false, wait: 0 });
+          return { ok: true };
+        },
+      });
+      const response = await request(server).get('/orders/13');
+      expect([response.status, response.body]).toEqual([200, { ok: true }]);
+      await waitFor('the loss to be logged', async () => logger.error.mock.calls.length > 0, bound);
+      // One more turn lets a duplicate show.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(logger.error).toHaveBeenCalledTimes(1);
+      expect(logger.error.mock.calls[0]![0]).toMatchObject({
+        code: 'ERR_LOCK_HTTP_RELEASE',
+        message: expect.stringContaining('"order:13"'),
+        cause: expect.objectContaining({ code: 'ERR_LOCK_LOST', key: 'order:13' }),
+      });
+      expect((await locker.inspect('order:13')).held).toBe(true);
+      await taker?.release();
+    });
+
     describe('when Redis stops', () => {
       async function downRedis() {
         const server = await useRedis();
