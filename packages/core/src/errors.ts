@@ -157,7 +157,8 @@ export class QuorumError extends LockUnavailableError<'ERR_LOCK_QUORUM'> {
     readonly refused: number,
     readonly failed: number,
     readonly timedOut: number,
-    options?: ErrorOptions,
+    /** `connectionError`: the masters that did not answer while their client was down (see `UnreachableMastersError`). */
+    options?: ErrorOptions & { connectionError?: Error },
   ) {
     super(key, 'reach a quorum for', options, {
       code: 'ERR_LOCK_QUORUM',

@@ -4,6 +4,7 @@ import { QuorumError } from '../errors.js';
 import type { AcquireReply, AttemptContext } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { encodeTokens } from './composite-token.js';
+import { type OpenContext, unreachableIn } from './connections.js';
 import { fanOut, type NodeOutcome, tally } from './fan-out.js';
 import { publishFence } from './fence.js';
 import type { QuorumContext } from './options.js';
@@ -23,7 +24,7 @@ type Granted = AcquireReply & { acquired: true };
  * thrown once the grant is undone.
  */
 export async function acquireOnQuorum(
-  context: QuorumContext,
+  context: OpenContext,
   resource: string,
   owner: string,
   ttl: number,
@@ -85,6 +86,7 @@ export async function acquireOnQuorum(
         0,
         publication.failed,
         publication.timedOut,
+        unreachableIn(context, publication.outcomes),
       );
     }
     // Not busy: a majority granted it, so waiting for a holder would wait on nobody. The masters
@@ -97,7 +99,7 @@ export async function acquireOnQuorum(
       ok - grants.length,
       failed,
       timedOut,
-      pastValidity('granted', elapsed, validity),
+      unreachableIn(context, outcomes, pastValidity('granted', elapsed, validity)),
     );
   }
 
@@ -209,7 +211,7 @@ function leaseOf(grants: readonly Granted[], quorum: number, ttl: number): numbe
  * anyone to tell: a `QuorumError` (masters unavailable; fail closed and say so).
  */
 function refusalOrError(
-  context: QuorumContext,
+  context: OpenContext,
   resource: string,
   outcomes: readonly NodeOutcome<AcquireReply>[],
   agreed: number,
@@ -218,7 +220,15 @@ function refusalOrError(
   const refused = ok - agreed;
   const { quorum } = context;
   if (ok < quorum && refused <= context.clients.length - quorum) {
-    throw new QuorumError(resource, quorum, agreed, refused, failed, timedOut);
+    throw new QuorumError(
+      resource,
+      quorum,
+      agreed,
+      refused,
+      failed,
+      timedOut,
+      unreachableIn(context, outcomes),
+    );
   }
   return { acquired: false, remaining: estimateRemaining(outcomes, quorum) };
 }

@@ -2,6 +2,7 @@ import type { LockBackend } from '../backend.js';
 import { acquireOnQuorum } from './acquire.js';
 import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens } from './composite-token.js';
+import { masterConnections, type OpenContext } from './connections.js';
 import { extendOnQuorum } from './extend.js';
 import { fanOut } from './fan-out.js';
 import { inspectOnQuorum } from './inspect.js';
@@ -33,7 +34,8 @@ export interface QuorumBackend extends LockBackend {
 
 /**
  * RedLock over `clients` (see `QuorumBackendOptions`). Validates every option before anything
- * is sent; never closes the caller's clients, only its own subscriber connections.
+ * is sent; never closes the caller's clients, only its own subscriber connections. Listens to
+ * each client's connection errors until closed, to name them in its `QuorumError`s.
  */
 export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
   return backendOn(resolveQuorumOptions(options));
@@ -43,12 +45,17 @@ export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
  * The backend over resolved settings. Internal (not exported by the package): tests build a
  * context with a wrong quorum through it, to show that their checkers catch what that breaks.
  */
-export function backendOn(context: QuorumContext): QuorumBackend {
+export function backendOn(resolved: QuorumContext): QuorumBackend {
+  const context: OpenContext = { ...resolved, connections: masterConnections(resolved.clients) };
   const { protocol } = context;
   const listeners = new QuorumListeners(context.clients, protocol, context.nodeTimeout);
   return {
     protocol,
     cluster: false,
+    // For a call the engine's deadline gave up on: every master down says why.
+    get connectionError() {
+      return context.connections.errorOf();
+    },
     nodes: context.clients.length,
     quorum: context.quorum,
     callTimeout: callTimeout(context.nodeTimeout),
@@ -100,6 +107,7 @@ export function backendOn(context: QuorumContext): QuorumBackend {
     },
 
     close() {
+      context.connections.release();
       return listeners.close();
     },
   };

@@ -1,3 +1,4 @@
+import type { LockBackend } from '../backend.js';
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
 import { refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
@@ -34,33 +35,41 @@ export function createRedlock(options: RedlockOptions): Locker {
   const context = resolveQuorumOptions({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
   const backend = backendOn(context);
   const servers = distinctServers(context.clients, context.nodeTimeout);
-  return createEngine(
-    {
-      ...backend,
-      acquire(resource, owner, ttl, attempt) {
-        if (servers.refusal) return Promise.reject(servers.refusal);
-        const check = servers.check();
-        const acquiring = backend.acquire(resource, owner, ttl, attempt);
-        if (!check) return acquiring;
-        return besideCheck(check, servers, acquiring, (reply) => {
-          if (!reply.acquired) return undefined;
-          // Given back as the engine gives back a grant: a re-entry's must not take off the outer hold.
-          return attempt && backend.undo
-            ? backend.undo(resource, owner, reply.token, attempt)
-            : backend.release(resource, owner, reply.token);
-        });
-      },
-      inspect(resource) {
-        if (servers.refusal) return Promise.reject(servers.refusal);
-        const check = servers.check();
-        const reading = backend.inspect(resource);
-        return check ? besideCheck(check, servers, reading, () => undefined) : reading;
-      },
+  const checked: LockBackend = {
+    ...backend,
+    // A spread copies a getter's value once: the engine reads it at each failure.
+    get connectionError() {
+      return backend.connectionError;
     },
+    acquire(resource, owner, ttl, attempt) {
+      if (servers.refusal) return Promise.reject(servers.refusal);
+      const check = servers.check();
+      const acquiring = backend.acquire(resource, owner, ttl, attempt);
+      if (!check) return acquiring;
+      return besideCheck(check, servers, acquiring, (reply) => {
+        if (!reply.acquired) return undefined;
+        // Given back as the engine gives back a grant: a re-entry's must not take off the outer hold.
+        return attempt && backend.undo
+          ? backend.undo(resource, owner, reply.token, attempt)
+          : backend.release(resource, owner, reply.token);
+      });
+    },
+    inspect(resource) {
+      if (servers.refusal) return Promise.reject(servers.refusal);
+      const check = servers.check();
+      const reading = backend.inspect(resource);
+      return check ? besideCheck(check, servers, reading, () => undefined) : reading;
+    },
+  };
+  try {
     // Each master is already bounded by the node timeout: the engine's own deadline must not cut
     // a call short while its masters are still within theirs.
-    { ...engine, commandTimeout: engine.commandTimeout ?? backend.callTimeout },
-  );
+    return createEngine(checked, { ...engine, commandTimeout: engine.commandTimeout ?? backend.callTimeout });
+  } catch (error) {
+    // Nothing was sent: closing only takes off what the backend listens to on the clients.
+    void backend.close();
+    throw error;
+  }
 }
 
 /**

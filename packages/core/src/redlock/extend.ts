@@ -4,8 +4,8 @@ import { QuorumError } from '../errors.js';
 import type { RenewalItem } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, encodeTokens, fallbackToken, type NodeTokens } from './composite-token.js';
+import { type OpenContext, unreachableIn } from './connections.js';
 import { fanOut, tally } from './fan-out.js';
-import type { QuorumContext } from './options.js';
 import { stillValid, validityOf } from './quorum.js';
 
 /** Leases renewed by one script call on one master, so a large renewal never blocks a server for long. */
@@ -25,7 +25,7 @@ const RENEWAL_CHUNK = 500;
  * of leases, all chunks in parallel.
  */
 export async function extendOnQuorum(
-  context: QuorumContext,
+  context: OpenContext,
   items: readonly RenewalItem[],
   ttl: number,
 ): Promise<(BackendExtension | null | QuorumError)[]> {
@@ -36,7 +36,7 @@ export async function extendOnQuorum(
 }
 
 async function extendChunk(
-  context: QuorumContext,
+  context: OpenContext,
   items: readonly RenewalItem[],
   ttl: number,
 ): Promise<(BackendExtension | null | QuorumError)[]> {
@@ -88,7 +88,15 @@ async function extendChunk(
       // Not lost, not renewed in time: an outage, not a loss. The lease stays as it is, and ends
       // by its validity unless a later renewal succeeds.
       const late = agreed >= quorum ? pastValidity('renewed', elapsed, validity) : undefined;
-      results[i] = new QuorumError(item.resource, quorum, agreed, refused, failed, timedOut, late);
+      results[i] = new QuorumError(
+        item.resource,
+        quorum,
+        agreed,
+        refused,
+        failed,
+        timedOut,
+        unreachableIn(context, outcomes, late),
+      );
       return undefined;
     }),
   );

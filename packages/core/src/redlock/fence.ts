@@ -1,5 +1,5 @@
 import type { AcquireReply, AttemptContext, LockProtocol, RedisClient } from '../protocol.js';
-import { fanOut } from './fan-out.js';
+import { fanOut, type NodeOutcome } from './fan-out.js';
 import type { QuorumContext } from './options.js';
 
 /**
@@ -50,6 +50,8 @@ export interface FencePublication {
   readonly atFence: number;
   readonly failed: number;
   readonly timedOut: number;
+  /** Each master's outcome of the write-back round; none when no round was needed. */
+  readonly outcomes: readonly NodeOutcome<void>[];
 }
 
 /**
@@ -74,7 +76,7 @@ export async function publishFence(
 ): Promise<FencePublication> {
   const reached = known.map((value) => value !== null && value >= fence);
   let atFence = reached.filter(Boolean).length;
-  if (atFence >= context.quorum) return { published: true, atFence, failed: 0, timedOut: 0 };
+  if (atFence >= context.quorum) return { published: true, atFence, failed: 0, timedOut: 0, outcomes: [] };
   let failed = 0;
   let timedOut = 0;
   const outcomes = await fanOut(context.clients, context.nodeTimeout, async (redis, index) => {
@@ -86,5 +88,5 @@ export async function publishFence(
     else if (outcome.kind === 'failed') failed++;
     else timedOut++;
   }
-  return { published: atFence >= context.quorum, atFence, failed, timedOut };
+  return { published: atFence >= context.quorum, atFence, failed, timedOut, outcomes };
 }

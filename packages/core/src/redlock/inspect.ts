@@ -1,7 +1,7 @@
 import { QuorumError } from '../errors.js';
 import type { Inspection } from '../protocol.js';
+import { type OpenContext, unreachableIn } from './connections.js';
 import { fanOut, tally } from './fan-out.js';
-import type { QuorumContext } from './options.js';
 import { nthLargest } from './quorum.js';
 
 const free: Inspection = { held: false, ttl: null, owner: null, fence: null, holds: 0 };
@@ -11,14 +11,24 @@ const free: Inspection = { held: false, ttl: null, owner: null, fence: null, hol
  * as a majority still keeps it (the quorum-th longest remaining TTL); the fence is the largest
  * any master reports. Throws `QuorumError` when too few masters answer to tell.
  */
-export async function inspectOnQuorum(context: QuorumContext, resource: string): Promise<Inspection> {
+export async function inspectOnQuorum(context: OpenContext, resource: string): Promise<Inspection> {
   const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis) =>
     context.protocol.inspect(redis, resource),
   );
   const answers = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.value] : []));
   const { failed, timedOut } = tally(outcomes);
   const { quorum } = context;
-  if (answers.length < quorum) throw new QuorumError(resource, quorum, answers.length, 0, failed, timedOut);
+  if (answers.length < quorum) {
+    throw new QuorumError(
+      resource,
+      quorum,
+      answers.length,
+      0,
+      failed,
+      timedOut,
+      unreachableIn(context, outcomes),
+    );
+  }
 
   const fences = answers.flatMap((answer) => (answer.fence === null ? [] : [answer.fence]));
   const fence = fences.length === 0 ? null : Math.max(...fences);

@@ -3,8 +3,8 @@ import { QuorumError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { decodeTokens, fallbackToken } from './composite-token.js';
+import { type OpenContext, unreachableIn } from './connections.js';
 import { fanOut, tally } from './fan-out.js';
-import type { QuorumContext } from './options.js';
 import { releaseAttempt } from './release-attempts.js';
 
 /**
@@ -21,7 +21,7 @@ import { releaseAttempt } from './release-attempts.js';
  * lost its reply then takes off no second hold of an owner that holds the key more than once.
  */
 export async function releaseOnQuorum(
-  context: QuorumContext,
+  context: OpenContext,
   resource: string,
   owner: string,
   token: string,
@@ -76,5 +76,13 @@ export async function releaseOnQuorum(
           ),
         }
       : undefined;
-  throw new QuorumError(resource, quorum, agreed, counts['not-owner'], failed, timedOut, undecided);
+  throw new QuorumError(
+    resource,
+    quorum,
+    agreed,
+    counts['not-owner'],
+    failed,
+    timedOut,
+    unreachableIn(context, outcomes, undecided),
+  );
 }
