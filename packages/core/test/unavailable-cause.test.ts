@@ -4,6 +4,7 @@ import { createLocker, LockUnavailableError } from '@lock/core';
 import { freePort, startRedis } from '@lock/testing';
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { connectRefused } from './support/connect-refused.js';
 import { thrown } from './support/settle.js';
 
 const COMMAND_TIMEOUT = 200;
@@ -26,18 +27,6 @@ function refused(port: number, operation: string, key: string) {
     cause: expect.objectContaining({ name: 'CommandTimeoutError' }),
     connectionError: expect.objectContaining({ code: 'ECONNREFUSED', port }),
   };
-}
-
-/** Once `redis` has seen a connect refused (a killed server may first reset the open connection). */
-function connectRefused(redis: Redis): Promise<void> {
-  return new Promise((resolve) => {
-    const seen = (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ECONNREFUSED') return;
-      redis.off('error', seen);
-      resolve();
-    };
-    redis.on('error', seen);
-  });
 }
 
 afterEach(() => {

@@ -3,6 +3,7 @@ import { freePort, type RedisMasters, startMasters, startRedis } from '@lock/tes
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedlock, InvalidOptionError, LockUnavailableError, QuorumError } from '../../src/index.js';
+import { connectRefused } from '../support/connect-refused.js';
 import { thrown } from '../support/settle.js';
 
 const NODE_TIMEOUT = 200;
@@ -19,18 +20,6 @@ function userClient(port: number, options: { password?: string; retryStrategy?: 
   redis.on('error', () => {});
   made.push(redis);
   return redis;
-}
-
-/** Once `redis` has seen a connect refused (a killed server may first reset the open connection). */
-function connectRefused(redis: Redis): Promise<void> {
-  return new Promise((resolve) => {
-    const seen = (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ECONNREFUSED') return;
-      redis.off('error', seen);
-      resolve();
-    };
-    redis.on('error', seen);
-  });
 }
 
 /** What a RedLock error says of masters `down` (client index and port), each refused its connect. */
