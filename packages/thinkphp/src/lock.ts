@@ -124,6 +124,14 @@ function checkOptions(options: unknown): asserts options is LockOptions {
   for (const [name, value, expected] of modeOnly) {
     if (value !== undefined) throw new InvalidOptionError(name, value, expected);
   }
+  // The legacy protocol reads null as "left out" and would lock with its default.
+  for (const [name, value] of [
+    ['skewMargin', skewMargin],
+    ['peerClockAhead', peerClockAhead],
+  ] as const) {
+    if (value === null)
+      throw new InvalidOptionError(name, value, 'a whole number of ms, or the option left out');
+  }
   if (commandTimeout !== undefined) checkMs(commandTimeout, 'commandTimeout');
 }
 
@@ -161,9 +169,10 @@ export class Lock {
     checkKey(key);
     checkOptions(options);
     const constants = new.target as typeof Lock;
-    this.LOCK_EXPIRE = options.expire ?? constants.LOCK_EXPIRE;
-    this.LOCK_RETRY_MAX = options.retryMax ?? constants.LOCK_RETRY_MAX;
-    this.LOCK_SLEEP = options.sleep ?? constants.LOCK_SLEEP;
+    // Only a setting left out takes the constant: null is a value, refused by checkSettings.
+    this.LOCK_EXPIRE = options.expire === undefined ? constants.LOCK_EXPIRE : options.expire;
+    this.LOCK_RETRY_MAX = options.retryMax === undefined ? constants.LOCK_RETRY_MAX : options.retryMax;
+    this.LOCK_SLEEP = options.sleep === undefined ? constants.LOCK_SLEEP : options.sleep;
     checkSettings(this.settings(), settingNames(options));
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.redis = options.redis ?? clientFor(options.env!);

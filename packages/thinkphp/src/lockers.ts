@@ -57,6 +57,10 @@ export function clientFor(env: ThinkEnv): Redis {
     // The first lock made with `env` may be made inside a request: the connection outlives it,
     // and its reconnects must not be traced in that request.
     client = detached(() => connectThinkRedis(env));
+    // Nobody else can listen to this client, and ioredis prints "Unhandled error event" for each
+    // failed reconnect of a client nobody listens to: while Redis is down, every 2 s. The
+    // failure reaches the caller in the LockUnavailableError of its lock() or unlock().
+    client.on('error', () => {});
     envClients.set(env, client);
   }
   return client;

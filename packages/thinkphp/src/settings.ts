@@ -17,7 +17,7 @@ const CONSTANTS: SettingNames = { expire: 'LOCK_EXPIRE', retryMax: 'LOCK_RETRY_M
 
 /** The options' names for the settings given as options, the constants' for the others. */
 export function settingNames(options: Partial<LockSettings>): SettingNames {
-  const named = (name: keyof LockSettings) => (options[name] == null ? CONSTANTS[name] : name);
+  const named = (name: keyof LockSettings) => (options[name] === undefined ? CONSTANTS[name] : name);
   return { expire: named('expire'), retryMax: named('retryMax'), sleep: named('sleep') };
 }
 

@@ -210,6 +210,31 @@ describe('Lock (default mode)', () => {
     await expect(lock.lock()).rejects.toThrow(InvalidOptionError);
     expect(await t.redis.dbsize()).toBe(0);
   });
+
+  it('refuses null for a numeric option, naming it, rather than taking the default', async () => {
+    // `expire: null` from a config file may mean "no expiry": locking for the default 3 s instead
+    // is a guess, and `strict`, `time` and `commandTimeout` already refuse null.
+    const refusals = ['expire', 'retryMax', 'sleep', 'skewMargin', 'peerClockAhead'].map((option) => {
+      try {
+        new Lock('k', { redis: t.redis, [option]: null });
+        return { option, constructed: true };
+      } catch (error) {
+        return {
+          option,
+          refused: error instanceof InvalidOptionError,
+          value: (error as InvalidOptionError).value,
+        };
+      }
+    });
+    expect(refusals).toEqual(
+      ['expire', 'retryMax', 'sleep', 'skewMargin', 'peerClockAhead'].map((option) => ({
+        option,
+        refused: true,
+        value: null,
+      })),
+    );
+    expect(await t.redis.dbsize()).toBe(0);
+  });
 });
 
 describe('Lock peerClockAhead', () => {

@@ -1,7 +1,7 @@
 import { LockUnavailableError } from '@lock/core';
 import { startRedis } from '@lock/testing';
-import { Lock } from '@lock/thinkphp';
-import { expect, it, onTestFinished } from 'vitest';
+import { Lock, parseThinkEnv } from '@lock/thinkphp';
+import { expect, it, onTestFinished, vi } from 'vitest';
 
 const COMMAND_TIMEOUT = 300;
 /**
@@ -51,4 +51,30 @@ it('lock() and unlock() settle by their deadline with LockUnavailableError once 
       ]),
     ),
   );
+});
+
+/**
+ * The connection of `{ env }` locks is the package's: its owner cannot listen to it, and ioredis
+ * prints "Unhandled error event" with a stack for each failed reconnect of a client nobody
+ * listens to, every 2 s for as long as Redis is down. The error reaches the caller in the
+ * rejection instead.
+ */
+it('an { env } connection to a Redis that is down prints no "Unhandled error event", in either mode', async () => {
+  const printed = vi.spyOn(console, 'error');
+  onTestFinished(() => printed.mockRestore());
+  // Killed, its port stays reserved for it: connections to it are refused.
+  const server = await startRedis();
+  onTestFinished(() => server.stop());
+  await server.kill();
+  const env = parseThinkEnv(`[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\n`);
+  onTestFinished(() => Lock.disconnect());
+  // The default mode's error names the refused connection: the client has failed by then.
+  await expect(new Lock('down:env', { env, commandTimeout: COMMAND_TIMEOUT }).lock()).rejects.toThrow(
+    /last connection error: connect ECONNREFUSED/,
+  );
+  await expect(
+    new Lock('down:env', { env, commandTimeout: COMMAND_TIMEOUT, strict: true }).lock(),
+  ).rejects.toBeInstanceOf(LockUnavailableError);
+  const unhandled = printed.mock.calls.filter(([first]) => String(first).includes('Unhandled error event'));
+  expect(unhandled).toEqual([]);
 });
