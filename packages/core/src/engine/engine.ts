@@ -262,17 +262,20 @@ class Engine implements Locker {
     } catch (reason) {
       outcome = { status: 'rejected', reason };
     }
-    const known = rejects ? this.lostDuring(lock.hold) : undefined;
+    const lost = rejects ? this.lostDuring(lock.hold) : undefined;
+    if (outcome.status === 'rejected') {
+      await lock.release().catch(() => {});
+      throw lost ? lost.with(outcome) : outcome.reason;
+    }
+    if (lost) {
+      await lock.release().catch(() => {});
+      throw lost.with(outcome);
+    }
     // The routine completed under the lock: a release that cannot reach Redis must not turn that
     // into a failure (a caller would run the work again). The lock ends by its lease, unrenewed.
-    const completed = outcome.status === 'fulfilled' && !known;
-    const reply = await lock.release().catch((error: unknown) => {
-      if (completed && !(error instanceof LockUnavailableError)) throw error;
-      return undefined;
+    await lock.release().catch((error: unknown) => {
+      if (!(error instanceof LockUnavailableError)) throw error;
     });
-    const lost = known ?? (rejects ? lostAtRelease(lock, reply) : undefined);
-    if (lost) throw lost.with(outcome);
-    if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;
   }
 
@@ -1051,15 +1054,6 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
-
-/**
- * The loss the release of a handle no loss was known for found: the key no longer ours (deleted,
- * or deleted and taken by another owner, between the last renewal and the release), so the
- * section it guarded ran partly unprotected.
- */
-function lostAtRelease(lock: Lock, reply: ReleaseReply | undefined): LockLostError | undefined {
-  return reply === 'not-owner' ? new LockLostError(lock.key, 'taken') : undefined;
-}
 
 /**
  * Whether a lost hold is released by its owner's name (see `releaseReply`): a fresh owner's hold

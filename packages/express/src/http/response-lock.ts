@@ -1,4 +1,4 @@
-import type { AcquireOptions, Lock, Locker } from '@lock/core';
+import { type AcquireOptions, type Lock, type Locker, LockLostError } from '@lock/core';
 
 /**
  * The part of a Node response the lock follows: node:http's `ServerResponse` (Express `res`, Koa
@@ -204,7 +204,15 @@ export function lockForResponse(
           // `using` resolves when its release could not reach Redis (the work is done). Asked
           // again, the handle answers at once with a release that landed, and otherwise tries
           // once more: what still fails leaves the key held until its lease ends, so it is told.
-          granted?.release().catch((error: unknown) => ended(error, key));
+          // A release that found the key no longer ours (deleted, or taken) is told too: that may
+          // also be a copy of a release that landed, resent by ioredis after a reconnect, so it
+          // is only logged, never turned into a failure of the finished request.
+          granted?.release().then(
+            (reply) => {
+              if (reply === 'not-owner') ended(new LockLostError(key, 'taken'), key);
+            },
+            (error: unknown) => ended(error, key),
+          );
         },
         (error: unknown) => {
           detach();
