@@ -8,6 +8,7 @@ import {
   checkPropertyName,
   createGate,
   type LockRefusal,
+  orDefault,
 } from './http/index.js';
 import { declaredParams } from './route-params.js';
 import { sendRefusal } from './send-refusal.js';
@@ -154,7 +155,7 @@ function gated(options: ExpressLockOptions, where: string, onward: Onward): Requ
   const settings = checkCommonOptions<Request>(options, ['handler', 'requestPropertyName'], where);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const property = checkPropertyName(
-    options.requestPropertyName === undefined ? 'lock' : options.requestPropertyName,
+    orDefault(options.requestPropertyName, 'lock'),
     'requestPropertyName',
     onRequest,
   );

@@ -6,6 +6,7 @@ import {
   checkPropertyName,
   createGate,
   type LockRefusal,
+  orDefault,
 } from '@lock/express/http';
 import type { Context, Middleware, Next } from 'koa';
 import { declaredParams } from './route-params.js';
@@ -43,7 +44,7 @@ export interface KoaLockOptions extends CommonLockOptions<Context> {
 export function lock(options: KoaLockOptions): Middleware {
   const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
-  const stateKey = checkPropertyName(options.stateKey === undefined ? 'lock' : options.stateKey, 'stateKey');
+  const stateKey = checkPropertyName(orDefault(options.stateKey, 'lock'), 'stateKey');
   const gate = createGate(
     settings,
     (ctx: Context) => ({

@@ -124,14 +124,6 @@ function checkOptions(options: unknown): asserts options is LockOptions {
   for (const [name, value, expected] of modeOnly) {
     if (value !== undefined) throw new InvalidOptionError(name, value, expected);
   }
-  // The legacy protocol reads null as "left out" and would lock with its default.
-  for (const [name, value] of [
-    ['skewMargin', skewMargin],
-    ['peerClockAhead', peerClockAhead],
-  ] as const) {
-    if (value === null)
-      throw new InvalidOptionError(name, value, 'a whole number of ms, or the option left out');
-  }
   if (commandTimeout !== undefined) checkMs(commandTimeout, 'commandTimeout');
 }
 

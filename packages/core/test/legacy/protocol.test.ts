@@ -233,6 +233,10 @@ describe('legacy protocol inputs', () => {
     expect(() => legacyProtocol({ unit: 'us' as never })).toThrow(/"unit": "us"/);
     expect(() => legacyProtocol({ skewMargin: -1 })).toThrow(/"skewMargin": -1/);
     expect(() => legacyProtocol({ skewMargin: 0.5 })).toThrow(InvalidOptionError);
+    // null is a value, not "left out": it never silently takes the default.
+    for (const option of ['unit', 'skewMargin', 'peerClockAhead']) {
+      expect(() => legacyProtocol({ [option]: null } as never)).toThrow(`"${option}": null`);
+    }
     const legacy = legacyProtocol();
     for (const ttl of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
       await expect(legacy.acquire(t.redis, 'k', 'a', ttl)).rejects.toThrow(InvalidOptionError);

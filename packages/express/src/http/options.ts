@@ -128,7 +128,7 @@ export function checkCommonOptions<C>(
  * `null` is checked as a value and refused, as the locker refuses it for `ttl`, `wait` and `renew`,
  * rather than read as "the default" (`failOpen: null` silently failing closed).
  */
-function orDefault<T>(value: T | undefined, fallback: T): T {
+export function orDefault<T>(value: T | undefined, fallback: T): T {
   return value === undefined ? fallback : value;
 }
 

@@ -71,13 +71,14 @@ const FOREIGN_RECORD = -3;
 export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
   // A misspelt `unit` would silently write ms where the PHP fleet reads seconds.
   refuseUnknown(options, ['unit', 'skewMargin', 'peerClockAhead'], 'the legacy protocol options');
-  const unit = options.unit ?? 'ms';
+  // Only an option left out takes its default: null is a value, refused (a config's `null` is not "the default").
+  const unit = options.unit === undefined ? 'ms' : options.unit;
   if (unit !== 'ms' && unit !== 's') throw new InvalidOptionError('unit', unit, '"ms" or "s"');
-  const skewMargin = options.skewMargin ?? 2_000;
+  const skewMargin = options.skewMargin === undefined ? 2_000 : options.skewMargin;
   if (!Number.isSafeInteger(skewMargin) || skewMargin < 0) {
     throw new InvalidOptionError('skewMargin', skewMargin, 'a whole number of ms, 0 or more');
   }
-  const peerClockAhead = options.peerClockAhead ?? 2_000;
+  const peerClockAhead = options.peerClockAhead === undefined ? 2_000 : options.peerClockAhead;
   if (!Number.isSafeInteger(peerClockAhead) || peerClockAhead < 0 || peerClockAhead > MAX_TTL) {
     throw new InvalidOptionError(
       'peerClockAhead',
