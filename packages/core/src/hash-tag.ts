@@ -36,8 +36,11 @@ export function keySlot(key: string): number {
   return crc % 16384;
 }
 
-/** Suffixes of the keys a protocol keeps beside a lock (fence counter, owner record, release channel). */
-const SIBLING_SUFFIXES = [':fence', ':fences', ':owner', ':released', ':queue', ':waiters'];
+/**
+ * Suffixes of the keys a protocol keeps beside a lock (fence counter, owner record, release
+ * channel), and of the stamp the shared fence counter `{<prefix>#}:fences` keeps beside it.
+ */
+const SIBLING_SUFFIXES = [':fence', ':fences', ':fences:epoch', ':owner', ':released', ':queue', ':waiters'];
 
 /**
  * Refuses a lock name that is itself another lock's sibling key: a name that carries its own

@@ -59,12 +59,7 @@ export { expiryGuardLua } from './expiry-guard.js';
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
-export {
-  isWellFormedValue,
-  type KeyTemplatePart,
-  keyTemplateEscaper,
-  keyValueEscaper,
-} from './key-value-escaper.js';
+export { type KeyTemplatePart, keyTemplateEscaper, keyValueEscaper } from './key-value-escaper.js';
 export type {
   AcquireReply,
   AttemptContext,
@@ -97,3 +92,4 @@ export type {
   RetryOptions,
   UsingOptions,
 } from './types.js';
+export { isWellFormedValue } from './well-formed.js';

@@ -1,5 +1,6 @@
 import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import type { AcquireOptions, RetryOptions, UsingOptions } from '../types.js';
+import { isWellFormedValue } from '../well-formed.js';
 
 /** Largest ttl Redis timers and Node timers both accept. */
 export const MAX_TTL = 2 ** 31 - 1;
@@ -143,6 +144,12 @@ export function checkKey(key: unknown): string {
   if (key.length === 0) throw new InvalidKeyError(key, 'a lock key must not be empty');
   if (Buffer.byteLength(key) > MAX_KEY_BYTES)
     throw new InvalidKeyError(key, `longer than ${MAX_KEY_BYTES} bytes`);
+  if (!isWellFormedValue(key)) {
+    throw new InvalidKeyError(
+      key,
+      'holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD: the key of another name',
+    );
+  }
   return key;
 }
 
@@ -186,8 +193,8 @@ export const ACQUIRE_OPTIONS: readonly (keyof AcquireOptions)[] = [
 export const USING_OPTIONS: readonly (keyof UsingOptions)[] = [...ACQUIRE_OPTIONS, 'rejectOnLoss'];
 
 export function checkPrefix(prefix: unknown): string {
-  if (typeof prefix !== 'string' || Buffer.byteLength(prefix) > 256) {
-    throw new InvalidOptionError('prefix', prefix, 'a string of at most 256 bytes');
+  if (typeof prefix !== 'string' || Buffer.byteLength(prefix) > 256 || !isWellFormedValue(prefix)) {
+    throw new InvalidOptionError('prefix', prefix, 'a well-formed Unicode string of at most 256 bytes');
   }
   return prefix;
 }

@@ -111,6 +111,21 @@ function describeKeyNames(topology: string, deployment: () => Deployment, run: P
       expect((refusal as Error).message).toMatch(/^invalid lock key "k{80}…": longer than \d+ bytes$/);
       expect(await keyCount(deployment())).toBe(before);
     });
+
+    it('refuses a name holding a lone UTF-16 surrogate by name: Redis would get the key of the U+FFFD name', async () => {
+      // 'paypal', behind the run's hash tag where it needs one.
+      const lookAlike = run.names.find((name) => name.endsWith('paypal'))!;
+      const held = await locker.acquire(`${lookAlike}\uFFFD`, { ttl: 30_000, wait: 0 });
+      const before = await keyCount(deployment());
+      const refusal = await locker
+        .acquire(`${lookAlike}\uD800`, { ttl: 1_000, wait: 0 })
+        .catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(InvalidKeyError);
+      expect((refusal as InvalidKeyError).key).toBe(`${lookAlike}\uD800`);
+      expect((refusal as Error).message).toContain('lone UTF-16 surrogate');
+      expect(await keyCount(deployment())).toBe(before);
+      expect(await held.release()).toBe('released');
+    });
   });
 }
 

@@ -19,7 +19,7 @@ describe('token protocol scripts', () => {
     const redis = server.client();
     const locker = createLocker({ redis, prefix: '' });
     const lock = await locker.acquire('{a}', { ttl: 5_000 });
-    for (const name of ['{a}:fence', '{a}:fences', '{a}:owner', '{a}:released']) {
+    for (const name of ['{a}:fence', '{a}:fences', '{#}:fences:epoch', '{a}:owner', '{a}:released']) {
       const error = await locker.acquire(name, { wait: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(InvalidKeyError);
       expect((error as Error).message).toContain(name);
