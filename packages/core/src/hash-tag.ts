@@ -36,11 +36,16 @@ export function keySlot(key: string): number {
   return crc % 16384;
 }
 
-/**
- * Suffixes of the keys a protocol keeps beside a lock (fence counter, owner record, release
- * channel), and of the stamp the shared fence counter `{<prefix>#}:fences` keeps beside it.
- */
-const SIBLING_SUFFIXES = [':fence', ':fences', ':fences:epoch', ':owner', ':released', ':queue', ':waiters'];
+/** The keys a protocol keeps beside a lock, by suffix, and what each is. */
+const SIBLING_KEYS: readonly (readonly [suffix: string, what: string])[] = [
+  [':fence', "another lock's fence counter (before the shared one)"],
+  [':fences:epoch', 'the stamp of a shared fence counter'],
+  [':fences', 'a shared fence counter'],
+  [':owner', "another lock's owner record"],
+  [':released', "another lock's release channel"],
+  [':queue', "another lock's waiter queue"],
+  [':waiters', "another lock's waiter registrations"],
+];
 
 /**
  * Refuses a lock name that is itself another lock's sibling key: a name that carries its own
@@ -48,11 +53,8 @@ const SIBLING_SUFFIXES = [':fence', ':fences', ':fences:epoch', ':owner', ':rele
  */
 export function refuseSiblingName(resource: string, lockKey: string): void {
   if (lockKey !== resource) return;
-  const suffix = SIBLING_SUFFIXES.find((end) => resource.endsWith(end));
-  if (suffix) {
-    throw new InvalidKeyError(
-      resource,
-      `a hash-tagged name ending in "${suffix}" is the ${suffix.slice(1)} key of another lock`,
-    );
+  const sibling = SIBLING_KEYS.find(([suffix]) => resource.endsWith(suffix));
+  if (sibling) {
+    throw new InvalidKeyError(resource, `a hash-tagged name ending in "${sibling[0]}" is ${sibling[1]}`);
   }
 }

@@ -159,6 +159,13 @@ export function checkOwner(owner: unknown, name = 'owner'): string {
   }
   // The token format keeps its own fields in the lock hash beside the owners' (NUL + owner for
   // the last attempt applied, SOH for release ids): an owner starting so would overwrite them.
+  if (!isWellFormedValue(owner)) {
+    throw new InvalidOptionError(
+      name,
+      owner,
+      'well-formed Unicode (a lone UTF-16 surrogate reaches Redis as U+FFFD)',
+    );
+  }
   if (owner.charCodeAt(0) <= 1) {
     throw new InvalidOptionError(name, owner, 'a string not starting with NUL or SOH (\\u0000, \\u0001)');
   }

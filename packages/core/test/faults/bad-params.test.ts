@@ -53,6 +53,8 @@ const CALL_CASES: Case[] = [
   // The token format's own fields in the lock hash start with NUL (last attempt) and SOH (release ids).
   ['owner', { owner: '\u0000o' }, '\u0000o', '"\\u0000o"'],
   ['owner', { owner: '\u0001' }, '\u0001', '"\\u0001"'],
+  // Sent as U+FFFD, which another owner's name may hold: the two would re-enter each other's hold.
+  ['owner', { owner: 'w\uD800' }, 'w\uD800', '"w\\ud800"'],
   ['renew', { renew: 'yes' }, 'yes', '"yes"'],
   ['signal', { signal: { aborted: false } }, { aborted: false }, '{"aborted":false}'],
   ['tll', { tll: 5_000 }, 5_000, null],
@@ -66,6 +68,7 @@ const LOCKER_CASES: Case[] = [
   ['prefix', { prefix: 42 }, 42, '42'],
   ['prefix', { prefix: null }, null, 'null'],
   ['prefix', { prefix: ['lock:'] }, ['lock:'], '["lock:"]'],
+  ['prefix', { prefix: 'lock\uDC00' }, 'lock\uDC00', '"lock\\udc00"'],
   ['id', { id: '' }, '', '""'],
   ['id', { id: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
   ['id', { id: '\u0001svc' }, '\u0001svc', '"\\u0001svc"'],
