@@ -34,8 +34,7 @@ describe('WAIT gating on replicas', () => {
   it("'auto' (the default) waits for the replica and hands out a lock the replica has", async () => {
     const locker = createLocker({ redis: master.client() });
     const waits = () => commandCalls(master.client()).then((calls) => calls.get('wait') ?? 0);
-    // Loads the scripts first: on a cold script cache the EVALSHA that fails with NOSCRIPT has a
-    // WAIT behind it too, before the EVAL and its own.
+    // Loads the scripts first: the acquisition counted below is one of a used locker (EVALSHA).
     await (await locker.acquire('replicated-warm-up', { ttl: 10_000 })).release();
     const before = await waits();
     const lock = await locker.acquire('replicated', { ttl: 10_000 });
