@@ -44,21 +44,40 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
   };
 }
 
+/**
+ * An array (`keys: ['order:{args.id}']`, taking the option for a list of lock keys) or a Map
+ * would otherwise pass as an object with no functions, and a template could then name one of
+ * its own non-enumerable properties (`{keys.length}`), which would fail every call. The
+ * templates see a copy holding only the functions checked here.
+ */
 function checkKeys(keys: unknown): Readonly<Record<string, KeyFunction>> {
-  if (typeof keys !== 'object' || keys === null)
-    throw new InvalidOptionError('keys', keys, 'an object of key functions');
+  if (!isPlainObject(keys))
+    throw new InvalidOptionError(
+      'keys',
+      keys,
+      "a plain object of key functions by name, such as { cartOf: (args, context, info) => … } (the lock key is the directive's key template)",
+    );
+  const checked: Record<string, KeyFunction> = Object.create(null);
   for (const [name, fn] of Object.entries(keys)) {
     if (!GRAPHQL_NAME.test(name))
       throw new InvalidOptionError('keys', name, 'names made of letters, digits and _');
     if (typeof fn !== 'function') throw new InvalidOptionError(`keys.${name}`, fn, 'a function');
+    checked[name] = fn as KeyFunction;
   }
-  return keys as Readonly<Record<string, KeyFunction>>;
+  return Object.freeze(checked);
+}
+
+/** An object literal, `Object.create(null)` or a module namespace: not an array, a Map or a class instance. */
+function isPlainObject(value: unknown): value is object {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
 
 function checkHttp(value: unknown): Required<HttpStatusOptions> | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return DEFAULT_HTTP;
-  if (typeof value !== 'object' || value === null)
+  if (!isPlainObject(value))
     throw new InvalidOptionError('httpStatus', value, 'a boolean or { locked, unavailable }');
   refuseUnknown(value, Object.keys(DEFAULT_HTTP), 'the httpStatus options', {}, 'httpStatus');
   const statuses = { ...DEFAULT_HTTP, ...definedOnly(value) };

@@ -114,8 +114,9 @@ function lockedField(
     throw new LockedDirectiveError(coordinate, `${at}(key: ${show(key)}) must be a key template string`);
   return {
     coordinate,
-    ttl: ttl == null ? settings.ttl : lockerChecked(settings.locker, 'ttl', ttl, coordinate, at),
-    wait: wait == null ? settings.wait : lockerChecked(settings.locker, 'wait', wait, coordinate, at),
+    // Only an argument left out takes the default: `ttl: null` is refused as the locker refuses it.
+    ttl: ttl === undefined ? settings.ttl : lockerChecked(settings.locker, 'ttl', ttl, coordinate, at),
+    wait: wait === undefined ? settings.wait : lockerChecked(settings.locker, 'wait', wait, coordinate, at),
     // After ttl and wait: their refusals come first, as they did.
     template: parseTemplate(key, { coordinate, args: config.args }, settings.keys, at),
     listDepth: listDepth(config.type),

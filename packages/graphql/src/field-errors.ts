@@ -15,7 +15,7 @@ export const LockedErrorCode = {
   LOCKED: 'LOCKED',
   /** Redis was unreachable or too slow: nobody knows whether the lock is free. */
   LOCK_UNAVAILABLE: 'LOCK_UNAVAILABLE',
-  /** A template segment was null or missing, or the key built from the input was refused. */
+  /** A template segment was null, missing or empty (or a number that is not finite), or the key built from the input was refused. */
   BAD_USER_INPUT: 'BAD_USER_INPUT',
   /** The request was aborted while the field waited for its lock. */
   ABORTED: 'ABORTED',

@@ -3,8 +3,9 @@ import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 
 /**
  * What a `{keys.name}` template segment calls: its answer is written into the key as `String()`
- * writes it. `null`/`undefined` answers the field with `BAD_USER_INPUT`; anything else (an object,
- * a promise) fails it as a server error.
+ * writes it. `null`, `undefined` or `''` answers the field with `BAD_USER_INPUT`; anything else
+ * that is not a string, finite number, bigint or boolean (an object, a promise, `NaN`) fails it as
+ * a server error.
  */
 export type KeyFunction = (
   args: Record<string, unknown>,
@@ -45,7 +46,8 @@ export interface LockedDirectiveOptions {
   readonly wait?: number;
   /**
    * Key functions for what a template cannot say, called by a `{keys.name}` segment with the
-   * field's `(args, context, info)`. Default: `{}`.
+   * field's `(args, context, info)`: a plain object of functions by name, not a list of lock keys
+   * (the lock key is the directive's `key`), read when the factory is called. Default: `{}`.
    */
   readonly keys?: Readonly<Record<string, KeyFunction>>;
   /**

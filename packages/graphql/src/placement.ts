@@ -31,7 +31,12 @@ export function onlyDirective(
       cause: error,
     });
   }
-  if (found === undefined || found.length === 0) return undefined;
+  if (found === undefined || found.length === 0) {
+    // graphql-tools reads `locked: []` as no directive at all: the field would run unlocked.
+    if (isEmptyList(node.extensions?.directives, name))
+      throw new LockedDirectiveError(coordinate, `@${name} must be given its arguments as an object, not []`);
+    return undefined;
+  }
   if (found.length > 1) throw new LockedDirectiveError(coordinate, `has @${name} ${found.length} times`);
   const [args] = found;
   // Code-first extensions take any value: `locked: null` must not fail as a bare TypeError.
@@ -41,6 +46,12 @@ export function onlyDirective(
       `@${name} must be given its arguments as an object, not ${show(args)}`,
     );
   return args as Record<string, unknown>;
+}
+
+function isEmptyList(directives: unknown, name: string): boolean {
+  if (typeof directives !== 'object' || directives === null) return false;
+  const entry = (directives as Record<string, unknown>)[name];
+  return Array.isArray(entry) && entry.length === 0;
 }
 
 /**

@@ -16,9 +16,9 @@ import type { KeyFunction } from './options.js';
 /** A key template parsed once, when the schema is transformed. */
 export interface KeyTemplate {
   /**
-   * Builds the key of one call; throws a `BAD_USER_INPUT` GraphQLError when a segment is null or
-   * missing, and a plain Error (a server error) when the context or a key function gave a value
-   * no key can be made of.
+   * Builds the key of one call; throws a `BAD_USER_INPUT` GraphQLError when a segment is null,
+   * missing or empty, and a plain Error (a server error) when the context or a key function gave
+   * a value no key can be made of.
    */
   build(args: Record<string, unknown>, context: unknown, info: GraphQLResolveInfo): string;
 }
@@ -196,6 +196,17 @@ function segmentValue(
   }
   if (value === null || value === undefined)
     throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
+  // Every call with an empty value would share one lock (`order:`); @lock/express refuses it too.
+  if (value === '')
+    throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is an empty string`);
+  // `NaN` from a failed parse would put every such call under one lock (`order:NaN`).
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    if (segment.server)
+      throw new Error(`${coordinate}: {${segment.text}} gave ${value}; a number in a key must be finite`);
+    throw badInput(
+      `${coordinate} needs {${segment.text}} for its lock key to be a finite number, and it is ${value}`,
+    );
+  }
   // Node writes a lone surrogate as the bytes of U+FFFD: "\uD800", "\uDFFF" and "\uFFFD" would share a lock.
   if (typeof value === 'string' && !isWellFormedValue(value))
     throw badInput(

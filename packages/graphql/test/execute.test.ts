@@ -151,6 +151,65 @@ describe('keys', () => {
     expect(await client.keys(`${prefix}*`)).toEqual([]);
   });
 
+  it('answers BAD_USER_INPUT for an empty string from an argument, the context or a key function, runs nothing and writes nothing to Redis', async () => {
+    let calls = 0;
+    const schema = build(
+      `type Query {
+         a(id: ID!): Int @locked(key: "order:{args.id}")
+         b: Int @locked(key: "t:{context.tenant}")
+         c: Int @locked(key: "c:{keys.cart}")
+       }`,
+      { Query: { a: () => ++calls, b: () => ++calls, c: () => ++calls } },
+      { keys: { cart: () => '' } },
+    );
+    const result = await run(schema, '{ a(id: "") b c }', { tenant: '' });
+
+    expect(codes(result)).toEqual([
+      [['a'], 'BAD_USER_INPUT'],
+      [['b'], 'BAD_USER_INPUT'],
+      [['c'], 'BAD_USER_INPUT'],
+    ]);
+    expect(result.errors![0]!.message).toBe(
+      'Query.a needs {args.id} for its lock key, and it is an empty string',
+    );
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
+  it('refuses a number that is not finite: from the input as BAD_USER_INPUT, from the server as a server error', async () => {
+    let calls = 0;
+    // A scalar whose parse lets NaN through, as `Number("abc")` does.
+    const amount = new GraphQLScalarType({ name: 'Amount', parseValue: Number, serialize: Number });
+    const schema = build(
+      `scalar Amount
+       type Query {
+         a(n: Amount!): Int @locked(key: "a:{args.n}")
+         b: Int @locked(key: "b:{context.shard}")
+         c: Int @locked(key: "c:{keys.cart}")
+       }`,
+      { Amount: amount, Query: { a: () => ++calls, b: () => ++calls, c: () => ++calls } },
+      { keys: { cart: () => Number.NaN } },
+    );
+    const result = await graphql({
+      schema,
+      source: 'query ($n: Amount!) { a(n: $n) b c }',
+      variableValues: { n: 'abc' },
+      contextValue: { shard: Number.POSITIVE_INFINITY },
+    });
+
+    expect(result.errors?.map((error) => [error.path, error.extensions.code, error.message])).toEqual([
+      [
+        ['a'],
+        'BAD_USER_INPUT',
+        'Query.a needs {args.n} for its lock key to be a finite number, and it is NaN',
+      ],
+      [['b'], undefined, 'Query.b: {context.shard} gave Infinity; a number in a key must be finite'],
+      [['c'], undefined, 'Query.c: {keys.cart} gave NaN; a number in a key must be finite'],
+    ]);
+    expect(calls).toBe(0);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  });
+
   it('refuses a key segment that gives a promise as a server error, runs nothing, and leaves no rejection unhandled', async () => {
     let calls = 0;
     const schema = build(
@@ -328,28 +387,20 @@ describe('keys', () => {
   });
 
   it('answers BAD_USER_INPUT for a key core refuses without echoing the key, which holds what the client never sent', async () => {
-    const schema = build(
-      `type Query {
-         long(x: String!): Int @locked(key: "{context.apiKey}:{args.x}")
-         empty(x: String!): Int @locked(key: "{args.x}")
-       }`,
-      { Query: { long: () => 1, empty: () => 2 } },
-    );
-    const result = await run(schema, `{ long(x: "${'y'.repeat(5000)}") empty(x: "") }`, {
+    // An empty key no longer reaches core: its empty segment is refused first (see above).
+    const schema = build('type Query { long(x: String!): Int @locked(key: "{context.apiKey}:{args.x}") }', {
+      Query: { long: () => 1 },
+    });
+    const result = await run(schema, `{ long(x: "${'y'.repeat(5000)}") }`, {
       apiKey: 'sk_live_server_secret',
     });
 
-    expect(result.data).toEqual({ long: null, empty: null });
-    const byField = new Map(result.errors!.map((error) => [error.path![0], error]));
-    expect([byField.get('long')?.message, byField.get('empty')?.message]).toEqual([
+    expect(result.data).toEqual({ long: null });
+    expect(result.errors?.map((error) => error.message)).toEqual([
       'Query.long: the lock key built from the input is refused (longer than 4096 bytes)',
-      'Query.empty: the lock key built from the input is refused (a lock key must not be empty)',
     ]);
-    expect(codes(result)).toEqual([
-      [['long'], 'BAD_USER_INPUT'],
-      [['empty'], 'BAD_USER_INPUT'],
-    ]);
-    expect(byField.get('long')?.originalError?.cause).toBeInstanceOf(InvalidKeyError);
+    expect(codes(result)).toEqual([[['long'], 'BAD_USER_INPUT']]);
+    expect(result.errors![0]!.originalError?.cause).toBeInstanceOf(InvalidKeyError);
     expect(JSON.stringify(result)).not.toContain('sk_live');
   });
 

@@ -105,6 +105,22 @@ describe('templates are checked when the schema is transformed', () => {
       String.raw`Mutation.pay: @locked(key: "pair:{args.a}\\{args.b}") has a backslash right after {args.a}: its values could not be told apart, start the separator with another character`,
     ],
     [
+      'an empty list as the key',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: []) } type Query { x: Int }',
+      'Mutation.payOrder: @locked cannot be read: Argument "key" has invalid value [].',
+    ],
+    [
+      // Only an argument left out takes the default, as in the factory's options.
+      'a null ttl',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", ttl: null) } type Query { x: Int }',
+      'Mutation.payOrder: @locked(ttl: null) is refused by the locker: invalid option "ttl": null (expected an integer number of ms from 10 to 2147483647)',
+    ],
+    [
+      'a null wait',
+      'type Mutation { payOrder(id: ID!): Int @locked(key: "order:{args.id}", wait: null) } type Query { x: Int }',
+      'Mutation.payOrder: @locked(wait: null) is refused by the locker: invalid option "wait": null (expected a non-negative integer number of ms, or Infinity)',
+    ],
+    [
       'a key whose text alone is longer than a locker takes',
       `type Mutation { pay(id: ID!): Int @locked(key: "${'k'.repeat(4_095)}:{args.id}") } type Query { x: Int }`,
       'makes keys longer than the 4096 bytes a locker takes by its text alone',
@@ -247,7 +263,15 @@ describe('directive values are printed as given', () => {
       'Query.order: @locked(ttl: NaN) is refused by the locker: invalid option "ttl": NaN (expected an integer number of ms from 10 to 2147483647)',
     ],
     ['a list key', { key: ['o'] }, 'Query.order: @locked(key: ["o"]) must be a key template string'],
+    ['an empty list key', { key: [] }, 'Query.order: @locked(key: []) must be a key template string'],
+    [
+      'a null wait',
+      { key: 'o', wait: null },
+      'Query.order: @locked(wait: null) is refused by the locker: invalid option "wait": null (expected a non-negative integer number of ms, or Infinity)',
+    ],
     ['null arguments', null, 'Query.order: @locked must be given its arguments as an object, not null'],
+    // graphql-tools reads an empty list as no directive: the field would run unlocked.
+    ['an empty list', [], 'Query.order: @locked must be given its arguments as an object, not []'],
     ['a string', 'order:1', 'Query.order: @locked must be given its arguments as an object, not "order:1"'],
   ])('refuses %s, naming its value', (_, directive, message) => {
     const { lockedDirectiveTransformer } = lockedDirective({ locker });
@@ -271,6 +295,17 @@ describe('factory options', () => {
     [{ ttl: 0 }, 'invalid option "ttl": 0 (expected an integer number of ms from 10 to 2147483647)'],
     [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],
     [{ keys: { cart: 'x' } }, 'invalid option "keys.cart": "x" (expected a function)'],
+    // Taken for a list of lock keys, an array would pass as an object of no key functions.
+    [
+      { keys: [] },
+      `invalid option "keys": [] (expected a plain object of key functions by name, such as { cartOf: (args, context, info) => … } (the lock key is the directive's key template))`,
+    ],
+    [{ keys: ['order:{args.id}'] }, 'invalid option "keys": ["order:{args.id}"] (expected a plain object'],
+    [
+      { keys: new Map([['cart', () => 'c']]) },
+      'invalid option "keys": an instance of Map (expected a plain object',
+    ],
+    [{ httpStatus: [] }, 'invalid option "httpStatus": [] (expected a boolean or { locked, unavailable })'],
     [
       { httpStatus: { locked: 200 } },
       'invalid option "httpStatus.locked": 200 (expected an HTTP error status from 400 to 599)',
@@ -300,6 +335,16 @@ describe('factory options', () => {
     const nested = await refusal({ httpStatus: { lockd: secret } });
     expect(nested).toMatchObject({ option: 'httpStatus.lockd', value: undefined });
     expect((await refusal({ password: secret })).message).not.toContain('Did you mean');
+  });
+
+  it('accepts key functions from an object without a prototype, and only its enumerable functions', () => {
+    // A non-enumerable property is never checked: a template naming it would fail every call.
+    const keys = Object.defineProperty(Object.create(null), 'hidden', { value: 'not a function' });
+    keys.cart = () => 'c';
+    expect(transform('type Query { x: Int @locked(key: "c:{keys.cart}") }', keys)).not.toThrow();
+    expect(transform('type Query { x: Int @locked(key: "h:{keys.hidden}") }', keys)).toThrow(
+      'Query.x: @locked(key: "h:{keys.hidden}") names {keys.hidden}, but the keys option has no function "hidden" (it has: cart)',
+    );
   });
 
   it.each(['include', 'skip', 'deprecated', 'specifiedBy', 'oneOf'])(
