@@ -76,7 +76,8 @@ describe('LuaScript.run with a follow-up', () => {
 
   it('sends the script whole when sent while the client reconnects (its offline queue writes it on the new connection)', async () => {
     const script = freshScript();
-    const client = master.client();
+    // Reconnecting for a second: still so when the run is sent, however slow the host.
+    const client = master.client({ retryStrategy: () => 1_000 });
     await runWaited(script, client);
     expect(await sent(() => runWaited(script, client))).toEqual({ eval: 0, evalsha: 1, wait: 1 });
     await admin.script('FLUSH');
