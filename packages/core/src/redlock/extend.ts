@@ -68,6 +68,18 @@ async function extendChunk(
   );
   const { ok, failed, timedOut } = tally(outcomes);
   const { quorum } = context;
+  // The items share the round's outcomes: a chunk of hundreds failing together needs the
+  // masters' connection errors (and the lateness) built once, not once per item.
+  const errorOptions = new Map<boolean, ReturnType<typeof unreachableIn>>();
+  const errorOptionsFor = (late: boolean) => {
+    if (!errorOptions.has(late)) {
+      errorOptions.set(
+        late,
+        unreachableIn(context, outcomes, late ? pastValidity('renewed', elapsed, validity) : undefined),
+      );
+    }
+    return errorOptions.get(late);
+  };
 
   await Promise.all(
     leases.map(({ item, tokens, i }, n) => {
@@ -87,7 +99,6 @@ async function extendChunk(
       }
       // Not lost, not renewed in time: an outage, not a loss. The lease stays as it is, and ends
       // by its validity unless a later renewal succeeds.
-      const late = agreed >= quorum ? pastValidity('renewed', elapsed, validity) : undefined;
       results[i] = new QuorumError(
         item.resource,
         quorum,
@@ -95,7 +106,7 @@ async function extendChunk(
         refused,
         failed,
         timedOut,
-        unreachableIn(context, outcomes, late),
+        errorOptionsFor(agreed >= quorum),
       );
       return undefined;
     }),
