@@ -62,6 +62,8 @@ export function lock(options: KoaLockOptions): Middleware {
     let downstream: Promise<unknown> | undefined;
     // Returning `downstream` keeps the lock until the handler has settled, even when the client
     // aborts first: the response closing alone must not let a second request in while it runs.
+    // What the key function or `skip` throws comes out of the gate, the refusal handler's out of
+    // `refuse`: each is rethrown answerable, as the locked handler's is.
     const outcome = await gate(
       ctx,
       ctx.res,
@@ -76,16 +78,17 @@ export function lock(options: KoaLockOptions): Middleware {
         return downstream;
       },
       ctx.req,
-    );
-    if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal);
+    ).catch(answerable);
+    if (outcome.kind === 'refused') await refuse(ctx, handler, outcome.refusal).catch(answerable);
     await downstream;
   }
 }
 
 /**
- * Rethrows what a locked handler threw, a nullish value as an `Error`: Koa's `ctx.onerror(null)`
- * answers nothing, leaving the response open, and the lock held, while the client waits. Koa
- * turns any other non-error into an `Error` the same way.
+ * Rethrows a failure of the lock's callbacks (key function, `skip`, refusal handler, locked
+ * handler), a nullish one as an `Error`: Koa's `ctx.onerror(null)` answers nothing, leaving the
+ * response open (and a held lock held) while the client waits. Koa turns any other non-error into
+ * an `Error` the same way, and answers it 500.
  */
 function answerable(error: unknown): never {
   throw error ?? new Error(`non-error thrown: ${String(error)}`);

@@ -314,6 +314,62 @@ for (const version of koaVersions) {
       });
     });
 
+    it('answers a key function, skip or refusal handler that throws undefined or null as one that throws an Error: 500', async () => {
+      const server = await serve((app, router) => {
+        // Koa logs the errors; those errors are what the test makes.
+        app.silent = true;
+        const route: Middleware = (ctx) => {
+          ctx.body = { locked: ctx.state.lock !== undefined };
+        };
+        router.get(
+          '/error/:id',
+          lock({
+            locker,
+            key: () => {
+              throw new Error('no key today');
+            },
+          }),
+          route,
+        );
+        router.get(
+          '/key/:id',
+          lock({
+            locker,
+            key: () => {
+              throw undefined;
+            },
+          }),
+          route,
+        );
+        router.get(
+          '/skip/:id',
+          lock({ locker, key: 'skip:{params.id}', skip: () => Promise.reject(null) }),
+          route,
+        );
+        router.get(
+          '/handler/:id',
+          lock({
+            locker,
+            key: 'handler:{params.id}',
+            wait: 0,
+            handler: () => {
+              throw undefined;
+            },
+          }),
+          route,
+        );
+      });
+      const holder = await locker.acquire('handler:1', { ttl: 10_000 });
+      const answers = [];
+      // Koa's ctx.onerror(undefined) returns without answering: each would wait out the timeout.
+      for (const path of ['/error/1', '/key/1', '/skip/1', '/handler/1']) {
+        const answer = await request(server).get(path).timeout(3_000);
+        answers.push([answer.status, answer.text]);
+      }
+      await holder.release();
+      expect(answers).toEqual(Array(4).fill([500, 'Internal Server Error']));
+    });
+
     it('leaves a response whose headers are out to an upstream middleware that answers the error', async () => {
       const server = await serve((app, router) => {
         app.use(async (ctx, next) => {

@@ -1,8 +1,8 @@
-import { isUnavailable, type Lock } from '@lock/core';
+import { isUnavailable, type Lock, type LockLostError, type LockLostReason } from '@lock/core';
 import { LockHttpWarning } from './errors.js';
 import type { KeySources } from './key-template.js';
 import type { LockSettings } from './options.js';
-import { busyRefusal, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
+import { busyRefusal, codeOf, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
 import { keyOf, refusedKeyError } from './request-key.js';
 import { type ClosableRequest, type ClosableResponse, lockForResponse } from './response-lock.js';
 import { tell, WarnOnce } from './warnings.js';
@@ -62,11 +62,7 @@ export function createGate<C>(
     tell(
       settings.logger,
       'error',
-      new LockHttpWarning(
-        'ERR_LOCK_HTTP_RELEASE',
-        `the lock "${key}" of a response was lost before it closed, or releasing it failed; it ends by its lease`,
-        { cause: error },
-      ),
+      new LockHttpWarning('ERR_LOCK_HTTP_RELEASE', afterGrantMessage(error, key), { cause: error }),
     );
 
   return async (context, res, proceed, req) => {
@@ -100,10 +96,32 @@ export function createGate<C>(
         proceed(undefined);
         return PROCEEDED;
       }
-      if ((error as { code?: unknown } | null)?.code === 'ERR_LOCK_INVALID_KEY') {
+      if (codeOf(error) === 'ERR_LOCK_INVALID_KEY') {
         throw refusedKeyError(settings.key, error);
       }
       throw error;
     }
   };
+}
+
+/** Why a lock was lost, as the `ERR_LOCK_HTTP_RELEASE` log tells it. */
+const LOSSES: Record<LockLostReason, string> = {
+  expired: 'its lease ran out unrenewed (a fixed ttl shorter than the request, or a stalled process)',
+  'renewal-failed': 'its lease could not be renewed and ran out',
+  taken: 'the key was deleted, or taken by another owner, while it was held',
+  closed: 'the locker was closed',
+  failover: 'a Redis failover lost it',
+};
+
+/**
+ * What the `ERR_LOCK_HTTP_RELEASE` log says happened to the lock of a response: lost (a release
+ * that found the key no longer ours reports a loss too, `'taken'`), or a release that failed,
+ * which alone leaves the key locked until its lease ends.
+ */
+function afterGrantMessage(error: unknown, key: string): string {
+  if (codeOf(error) !== 'ERR_LOCK_LOST') {
+    return `releasing the lock "${key}" of a response failed; the key stays locked until its lease ends`;
+  }
+  const { reason } = error as LockLostError;
+  return `the lock "${key}" of a response was lost before the response was over: ${LOSSES[reason] ?? reason}; other requests for the key were not kept out from then on`;
 }

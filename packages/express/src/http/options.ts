@@ -44,7 +44,10 @@ export interface CommonLockOptions<C> {
    * without a lock (the handle is then undefined) and logs a warning once per outage. Default: `false`.
    */
   readonly failOpen?: boolean;
-  /** Receives warnings (`warn`) and release failures (`error`). Default: `console`. */
+  /**
+   * Receives warnings (`warn`), lost locks and failed releases (`error`); what it throws, or
+   * an async one rejects with, is dropped. Default: `console`.
+   */
   readonly logger?: LockLogger;
   /** Request-time misuse checks, each logged once: `false` turns all off, `{ body: false }` one. Default: `true`. */
   readonly validate?: boolean | { readonly [V in ValidationName]?: boolean };

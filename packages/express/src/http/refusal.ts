@@ -80,8 +80,8 @@ export function unavailableRefusal(error: LockUnavailableError | ReplicationErro
 
 const BUSY = new Set(['ERR_LOCK_BUSY', 'ERR_LOCK_ACQUIRE_TIMEOUT']);
 
-// By code as well as by class: two copies of @lock/core may be installed side by side.
-function codeOf(error: unknown): unknown {
+/** The `code` of an error: errors are told by code as well as by class, as two copies of @lock/core may be installed side by side. */
+export function codeOf(error: unknown): unknown {
   return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
 }
 

@@ -124,8 +124,9 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
  * went wrong after the grant, with the key: a release that failed (tried twice), or the lock
- * lost meanwhile. The listeners it adds are removed once the lifetime is over or the acquire
- * failed: a keep-alive connection serving many requests does not collect them. A request that
+ * lost meanwhile (`LockLostError`, `'taken'` when its release found the key no longer ours).
+ * The listeners it adds are removed once the lifetime is over or the acquire failed: a
+ * keep-alive connection serving many requests does not collect them. A request that
  * already holds `key` on `locker` (from an earlier gate) proceeds at once with that lock, which
  * the earlier gate then holds until what this `proceed` returned has settled as well.
  */

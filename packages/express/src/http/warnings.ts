@@ -22,10 +22,11 @@ export class WarnOnce {
 /**
  * Hands `warning` to the user's logger. What the middleware tells must not change what it does:
  * a logger that throws would turn a request failing open into a 500, or, told after the
- * response in a promise nobody awaits, end the process as an unhandled rejection.
+ * response in a promise nobody awaits, end the process as an unhandled rejection; so would an
+ * async logger's rejection, which nobody awaits either.
  */
 export function tell(logger: LockLogger, level: 'warn' | 'error', warning: LockHttpWarning): void {
   try {
-    logger[level](warning);
+    Promise.resolve(logger[level](warning) as unknown).catch(() => {});
   } catch {}
 }
