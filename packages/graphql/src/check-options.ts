@@ -47,15 +47,16 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
 /**
  * An array (`keys: ['order:{args.id}']`, taking the option for a list of lock keys) or a Map
  * would otherwise pass as an object with no functions, and a template could then name one of
- * its own non-enumerable properties (`{keys.length}`), which would fail every call. The
- * templates see a copy holding only the functions checked here.
+ * its own non-enumerable properties (`{keys.length}`), which would fail every call. Any other
+ * object is read by its own enumerable properties (an object literal, a module namespace, a class
+ * instance with its functions as fields), and the templates see a copy holding only those.
  */
 function checkKeys(keys: unknown): Readonly<Record<string, KeyFunction>> {
-  if (!isPlainObject(keys))
+  if (!isNamedObject(keys))
     throw new InvalidOptionError(
       'keys',
       keys,
-      "a plain object of key functions by name, such as { cartOf: (args, context, info) => … } (the lock key is the directive's key template)",
+      "an object of key functions by name, such as { cartOf: (args, context, info) => … }, not a list or a Map (the lock key is the directive's key template)",
     );
   const checked: Record<string, KeyFunction> = Object.create(null);
   for (const [name, fn] of Object.entries(keys)) {
@@ -67,17 +68,23 @@ function checkKeys(keys: unknown): Readonly<Record<string, KeyFunction>> {
   return Object.freeze(checked);
 }
 
-/** An object literal, `Object.create(null)` or a module namespace: not an array, a Map or a class instance. */
-function isPlainObject(value: unknown): value is object {
-  if (typeof value !== 'object' || value === null) return false;
-  const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
+/** An object holding values by property name: not an array or a keyed collection (Map, Set). */
+function isNamedObject(value: unknown): value is object {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Map) &&
+    !(value instanceof Set) &&
+    !(value instanceof WeakMap) &&
+    !(value instanceof WeakSet)
+  );
 }
 
 function checkHttp(value: unknown): Required<HttpStatusOptions> | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return DEFAULT_HTTP;
-  if (!isPlainObject(value))
+  if (!isNamedObject(value))
     throw new InvalidOptionError('httpStatus', value, 'a boolean or { locked, unavailable }');
   refuseUnknown(value, Object.keys(DEFAULT_HTTP), 'the httpStatus options', {}, 'httpStatus');
   const statuses = { ...DEFAULT_HTTP, ...definedOnly(value) };

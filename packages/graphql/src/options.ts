@@ -46,7 +46,7 @@ export interface LockedDirectiveOptions {
   readonly wait?: number;
   /**
    * Key functions for what a template cannot say, called by a `{keys.name}` segment with the
-   * field's `(args, context, info)`: a plain object of functions by name, not a list of lock keys
+   * field's `(args, context, info)`: an object of functions by name (its own enumerable properties), not a list of lock keys
    * (the lock key is the directive's `key`), read when the factory is called. Default: `{}`.
    */
   readonly keys?: Readonly<Record<string, KeyFunction>>;

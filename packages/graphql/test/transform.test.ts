@@ -298,12 +298,15 @@ describe('factory options', () => {
     // Taken for a list of lock keys, an array would pass as an object of no key functions.
     [
       { keys: [] },
-      `invalid option "keys": [] (expected a plain object of key functions by name, such as { cartOf: (args, context, info) => … } (the lock key is the directive's key template))`,
+      `invalid option "keys": [] (expected an object of key functions by name, such as { cartOf: (args, context, info) => … }, not a list or a Map (the lock key is the directive's key template))`,
     ],
-    [{ keys: ['order:{args.id}'] }, 'invalid option "keys": ["order:{args.id}"] (expected a plain object'],
+    [
+      { keys: ['order:{args.id}'] },
+      'invalid option "keys": ["order:{args.id}"] (expected an object of key functions',
+    ],
     [
       { keys: new Map([['cart', () => 'c']]) },
-      'invalid option "keys": an instance of Map (expected a plain object',
+      'invalid option "keys": an instance of Map (expected an object of key functions',
     ],
     [{ httpStatus: [] }, 'invalid option "httpStatus": [] (expected a boolean or { locked, unavailable })'],
     [
@@ -335,6 +338,19 @@ describe('factory options', () => {
     const nested = await refusal({ httpStatus: { lockd: secret } });
     expect(nested).toMatchObject({ option: 'httpStatus.lockd', value: undefined });
     expect((await refusal({ password: secret })).message).not.toContain('Did you mean');
+  });
+
+  it('accepts key functions held by a class instance or an object of another prototype, as their own properties', () => {
+    class Keys {
+      cart = () => 'c';
+    }
+    const inherited = Object.assign(Object.create({ inheritedOnly: () => 'i' }), { cart: () => 'c' });
+    for (const keys of [new Keys(), inherited]) {
+      expect(transform('type Query { x: Int @locked(key: "c:{keys.cart}") }', keys)).not.toThrow();
+    }
+    expect(transform('type Query { x: Int @locked(key: "i:{keys.inheritedOnly}") }', inherited)).toThrow(
+      'names {keys.inheritedOnly}, but the keys option has no function "inheritedOnly" (it has: cart)',
+    );
   });
 
   it('accepts key functions from an object without a prototype, and only its enumerable functions', () => {
