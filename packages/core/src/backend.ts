@@ -43,6 +43,20 @@ export interface ReleaseNotice {
   readonly grant?: HandedGrant;
 }
 
+/**
+ * What a backend's `release` tells of how its answer came about, for the engine to tell a lock
+ * lost under its holder from an answer the release caused itself: a copy of it resent after a
+ * reconnect lost the first one's reply finds the key that first copy deleted gone.
+ */
+export interface ReleaseWitness {
+  /**
+   * Set by the backend when its `'not-owner'` comes from copies that ran once each: no connection
+   * that carried one closed between its send and its answer (see `Connection.closes`), so none
+   * was resent. Left false (a backend that cannot tell), a `'not-owner'` proves nothing.
+   */
+  ranOnce: boolean;
+}
+
 /** A refused acquisition: someone else holds it, for about `remaining` ms (-1 when unknown). */
 export interface BackendRefusal {
   readonly acquired: false;
@@ -88,13 +102,18 @@ export interface LockBackend {
   ): Promise<BackendGrant | BackendRefusal>;
   /** Passes `LockProtocol.abandon` on (on every node that may have enqueued `owner`). Optional. */
   abandon?(resource: string, owner: string, context?: AttemptContext): Promise<void>;
-  /** Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than one server never call it), `id` as there. */
+  /**
+   * Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than
+   * one server never call it), `id` as there; `witness`, when given, is told whether a
+   * `'not-owner'` answer is Redis's word (see `ReleaseWitness`).
+   */
   release(
     resource: string,
     owner: string,
     token: string,
     handedOn?: (grant: HandedGrant) => void,
     id?: string,
+    witness?: ReleaseWitness,
   ): Promise<ReleaseReply>;
   /**
    * Gives back the grant of the attempt made with `context` that will not be used (it came back

@@ -1,12 +1,16 @@
+import type { Redis } from 'ioredis';
 import type { LockBackend } from '../backend.js';
 import { isUnreachable, redacted, unavailable } from '../engine/deadline.js';
 import { LockError, LockUnavailableError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
+import { isCluster } from '../topology.js';
 
 /** What is listened to on one client, for as long as a backend on it is open. */
 interface Watched {
   /** The connection's last error, as `sanitised` kept it, until it is ready again. */
   error: Error | undefined;
+  /** Its connections that closed since it was first watched (see `Connection.closes`). */
+  closes: number;
   /** The backends on the client not yet closed. */
   users: number;
   stop(): void;
@@ -17,6 +21,15 @@ const watched = new WeakMap<RedisClient, Watched>();
 /** How a backend reads its client's connection: `release` when it is closed (or refused). */
 export interface Connection {
   readonly error: Error | undefined;
+  /**
+   * How many of the client's connections closed while it was watched: a standalone or Sentinel
+   * client's one, each node's of a cluster. A command answered while this did not move since it
+   * was sent ran once: ioredis sends a command again only after the connection it was written on
+   * closed (`autoResendUnfulfilledCommands`; a cluster's retry of a command its node's closing
+   * failed), and counts that close (on the next tick) before a copy sent on another connection
+   * can be answered. A redirect (MOVED, ASK, TRYAGAIN) answers a command its node did not run.
+   */
+  readonly closes: number;
   release(): void;
 }
 
@@ -43,6 +56,9 @@ export function connectionOf(redis: RedisClient): Connection {
     get error() {
       return redis.status === 'ready' ? undefined : shared.error;
     },
+    get closes() {
+      return shared.closes;
+    },
     release() {
       if (released) return;
       released = true;
@@ -55,7 +71,7 @@ export function connectionOf(redis: RedisClient): Connection {
 }
 
 function watch(redis: RedisClient): Watched {
-  const state: Watched = { error: undefined, users: 0, stop: () => {} };
+  const state: Watched = { error: undefined, closes: 0, users: 0, stop: () => {} };
   // First: ioredis prints an error nobody listens to, and listening here must not silence that
   // for the owner of a client who does not listen. Run after the owner's listeners, this would
   // miss one that removed itself as it ran (`events.once`, awaiting 'ready').
@@ -69,11 +85,49 @@ function watch(redis: RedisClient): Watched {
   };
   redis.prependListener('error', failed);
   redis.on('ready', ready);
+  const stopCounting = countCloses(redis, () => {
+    state.closes += 1;
+  });
   state.stop = () => {
     redis.off('error', failed);
     redis.off('ready', ready);
+    stopCounting();
   };
   return state;
+}
+
+/**
+ * Calls `closed` whenever a connection of `redis` closes: the client's own, or a cluster node's
+ * (each node from its `+node` until its `end`, after which the cluster never uses it again; a
+ * node dropped from the pool may close after its `-node`). Answers what stops it.
+ */
+function countCloses(redis: RedisClient, closed: () => void): () => void {
+  if (!isCluster(redis)) {
+    redis.on('close', closed);
+    return () => redis.off('close', closed);
+  }
+  // Each node's listener of its `end`, which stops counting its closes.
+  const nodes = new Map<Redis, () => void>();
+  const forget = (node: Redis) => {
+    const ended = nodes.get(node);
+    if (!ended) return;
+    node.off('close', closed);
+    node.off('end', ended);
+    nodes.delete(node);
+  };
+  const added = (node: Redis) => {
+    if (nodes.has(node)) return;
+    const ended = () => forget(node);
+    nodes.set(node, ended);
+    node.on('close', closed);
+    node.once('end', ended);
+  };
+  for (const node of redis.nodes('all')) added(node);
+  redis.on('+node', added);
+  return () => {
+    redis.off('+node', added);
+    for (const node of [...nodes.keys()]) forget(node);
+  };
 }
 
 /** What a connection error says of the failure: never what was sent (a refused login's AUTH, password included). */

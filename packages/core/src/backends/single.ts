@@ -165,8 +165,13 @@ export function singleBackend(
       await protocol.abandon?.(redis, resource, owner, context);
     },
 
-    release(resource, owner, token, handedOn, id) {
-      return stamped(resource, () => protocol.release(redis, resource, owner, token, handedOn, id));
+    async release(resource, owner, token, handedOn, id, witness) {
+      const closes = connection.closes;
+      const reply = await stamped(resource, () =>
+        protocol.release(redis, resource, owner, token, handedOn, id),
+      );
+      if (witness) witness.ranOnce = connection.closes === closes;
+      return reply;
     },
 
     async undo(resource, owner, token, context) {

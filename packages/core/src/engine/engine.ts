@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type { LockBackend } from '../backend.js';
+import type { LockBackend, ReleaseWitness } from '../backend.js';
 import { unavailableOn } from '../backends/connection-errors.js';
 import { clockDrift } from '../clock-drift.js';
 import {
@@ -262,20 +262,16 @@ class Engine implements Locker {
     } catch (reason) {
       outcome = { status: 'rejected', reason };
     }
-    const lost = rejects ? this.lostDuring(lock.hold) : undefined;
-    if (outcome.status === 'rejected') {
-      await lock.release().catch(() => {});
-      throw lost ? lost.with(outcome) : outcome.reason;
-    }
-    if (lost) {
-      await lock.release().catch(() => {});
-      throw lost.with(outcome);
-    }
+    const known = rejects ? this.lostDuring(lock.hold) : undefined;
     // The routine completed under the lock: a release that cannot reach Redis must not turn that
     // into a failure (a caller would run the work again). The lock ends by its lease, unrenewed.
+    const completed = outcome.status === 'fulfilled' && !known;
     await lock.release().catch((error: unknown) => {
-      if (!(error instanceof LockUnavailableError)) throw error;
+      if (completed && !(error instanceof LockUnavailableError)) throw error;
     });
+    const lost = known ?? (rejects ? takenAtRelease(lock.hold) : undefined);
+    if (lost) throw lost.with(outcome);
+    if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;
   }
 
@@ -444,7 +440,7 @@ class Engine implements Locker {
    * the hold renewed meanwhile (`renews`: it asked for renewal, and this is its first release
    * call), so with no other renewing handle the lock ends by its lease at the latest.
    */
-  release(hold: Hold, id: string, renews: boolean): Promise<ReleaseReply> {
+  release(hold: Hold, id: string, renews: boolean, first: boolean): Promise<ReleaseReply> {
     hold.handles -= 1;
     if (renews) hold.renewers -= 1;
     // `close()` releases the handles not released before it, not this one.
@@ -453,7 +449,7 @@ class Engine implements Locker {
     return hold.serial(async () => {
       let result: ReleaseReply;
       try {
-        result = await this.releaseReply(hold, id, beforeClose, calledAt);
+        result = await this.releaseReply(hold, id, beforeClose, calledAt, first);
       } catch (failure) {
         hold.handles += 1;
         const error = callerKeyed(redacted(failure), hold);
@@ -470,12 +466,16 @@ class Engine implements Locker {
     });
   }
 
-  /** Redis's answer to one handle's release, sent only while the hold is ours to release. */
+  /**
+   * Redis's answer to one handle's release, sent only while the hold is ours to release. An
+   * answer that proves the key was no longer ours loses the hold ('taken'), as a renewal's would.
+   */
   private async releaseReply(
     hold: Hold,
     id: string,
     beforeClose: boolean,
     calledAt: number,
+    first: boolean,
   ): Promise<ReleaseReply> {
     const closed = hold.closedRelease;
     if (hold.lost?.reason === 'closed' && !beforeClose && closed) {
@@ -495,6 +495,7 @@ class Engine implements Locker {
     // hold the owner has taken since.
     if (hold.endedLate) return 'released';
     const timeout = this.timeLeft(calledAt);
+    const witness: ReleaseWitness = { ranOnce: false };
     const result = await withDeadline(
       this.backend.release(
         hold.resource,
@@ -502,6 +503,7 @@ class Engine implements Locker {
         hold.token,
         (grant) => this.queues.handOver(hold.resource, grant),
         id,
+        witness,
       ),
       timeout,
       (late) => {
@@ -517,8 +519,14 @@ class Engine implements Locker {
         }
       },
     );
+    if (result !== 'not-owner') return result;
     // A retry after a release that timed out but landed: that earlier release freed the lock.
-    return result === 'not-owner' && hold.lateRelease ? hold.lateRelease : result;
+    if (hold.lateRelease) return hold.lateRelease;
+    // Proof only from the one copy of a first release, answered while the lease still held: a copy
+    // resent after a lost reply, or a retry after an unanswered release, finds the key the first
+    // freed gone, and a lease that ran out after the holder was done found it gone too.
+    if (first && witness.ranOnce && this.clock() < hold.validUntil) this.lose(hold, 'taken');
+    return result;
   }
 
   /** The `release` event of one handle's release: Redis's answer, or `'error'` with what failed. */
@@ -1054,6 +1062,16 @@ class Engine implements Locker {
 }
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
+
+/**
+ * The loss Redis showed once a critical section that held its lock to the end was over: its
+ * release, or a renewal it waited behind, found the key deleted or another owner's. A loss the
+ * engine declared meanwhile on its own (the lease ran out by our clock, the master changed,
+ * `close()`) says nothing of the section, which ended within its validity.
+ */
+function takenAtRelease(hold: Hold): LockLostError | undefined {
+  return hold.lost?.reason === 'taken' ? hold.lost : undefined;
+}
 
 /**
  * Whether a lost hold is released by its owner's name (see `releaseReply`): a fresh owner's hold

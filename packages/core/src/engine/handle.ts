@@ -15,9 +15,10 @@ export interface HoldOwner {
   releaseId(): string;
   /**
    * Gives up one handle of `hold`; `id` names this handle's release, the same on every retry.
-   * `renews`: the handle asked for renewal, and this is its first release call.
+   * `renews`: the handle asked for renewal, and this is its first release call. `first`: this is
+   * its first release call (no earlier one, unanswered, may have landed since).
    */
-  release(hold: Hold, id: string, renews: boolean): Promise<ReleaseReply>;
+  release(hold: Hold, id: string, renews: boolean, first: boolean): Promise<ReleaseReply>;
 }
 
 /** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
@@ -82,8 +83,9 @@ export class LockHandle implements Lock {
   /** Idempotent once it succeeded; a release that failed (Redis unreachable) may be called again. */
   release(): Promise<ReleaseReply> {
     if (!this.releasing) {
+      const first = this.releaseId === undefined;
       this.releaseId ??= this.engine.releaseId();
-      const releasing = this.engine.release(this.hold, this.releaseId, this.renews);
+      const releasing = this.engine.release(this.hold, this.releaseId, this.renews, first);
       this.renews = false;
       this.releasing = releasing;
       releasing.catch(() => {

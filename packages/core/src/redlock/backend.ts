@@ -79,8 +79,8 @@ export function backendOn(resolved: QuorumContext): QuorumBackend {
       );
     },
 
-    release(resource, owner, token, _handedOn, id) {
-      return releaseOnQuorum(context, resource, owner, token, id);
+    release(resource, owner, token, _handedOn, id, witness) {
+      return releaseOnQuorum(context, resource, owner, token, id, witness);
     },
 
     async undo(resource, owner, token, attempt) {

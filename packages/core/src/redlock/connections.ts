@@ -27,6 +27,8 @@ export interface MasterConnections {
    * default), or undefined when none is.
    */
   errorOf(masters?: readonly number[]): UnreachableMastersError | undefined;
+  /** How many connections of master `index`'s client have closed so far (see `Connection.closes`). */
+  closesOf(index: number): number;
   /** Stops listening to the clients, unless other lockers still do (see `connectionOf`). */
   release(): void;
 }
@@ -51,6 +53,9 @@ export function masterConnections(clients: readonly RedisClient[]): MasterConnec
         down.map(({ error }) => error),
         down.map(({ index }) => index),
       );
+    },
+    closesOf(index) {
+      return connections[index]?.closes ?? 0;
     },
     release() {
       for (const connection of connections) connection.release();

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ReleaseWitness } from '../backend.js';
 import { QuorumError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
@@ -19,6 +20,10 @@ import { releaseAttempt } from './release-attempts.js';
  * as released the masters where an earlier attempt freed the key (see `releaseAttempt`). Without
  * an `id` the release is given one of its own: a copy that ioredis resends after a reconnect
  * lost its reply then takes off no second hold of an owner that holds the key more than once.
+ * `witness` is told a `not-owner` ran once when the masters that answered it on a connection
+ * that did not close meanwhile are too many (over N − quorum) for a majority to still hold the
+ * key: a copy of the release resent after a lost reply answers `not-owner` where the first copy
+ * freed the key.
  */
 export async function releaseOnQuorum(
   context: OpenContext,
@@ -26,18 +31,33 @@ export async function releaseOnQuorum(
   owner: string,
   token: string,
   id?: string,
+  witness?: ReleaseWitness,
 ): Promise<ReleaseReply> {
   const tokens = decodeTokens(token, context.clients.length);
   if (tokens === null) return 'not-owner';
   const fallback = fallbackToken(tokens, owner);
   const named = id ?? randomUUID();
   const attempt = releaseAttempt(context, id);
+  const { connections } = context;
+  // The masters whose answer came on the connection the release was sent on.
+  const ranOnce: boolean[] = [];
   const outcomes = attempt.merge(
     await fanOut(
       context.clients,
       context.nodeTimeout,
-      (redis, index) =>
-        context.protocol.release(redis, resource, owner, tokens[index] ?? fallback, undefined, named),
+      async (redis, index) => {
+        const closes = connections.closesOf(index);
+        const reply = await context.protocol.release(
+          redis,
+          resource,
+          owner,
+          tokens[index] ?? fallback,
+          undefined,
+          named,
+        );
+        ranOnce[index] = connections.closesOf(index) === closes;
+        return reply;
+      },
       attempt.late,
     ),
   );
@@ -54,7 +74,15 @@ export async function releaseOnQuorum(
   if (counts.held + failed + timedOut < quorum) {
     let reply: ReleaseReply | undefined;
     if (counts.released + counts.held >= quorum) reply = 'released';
-    else if (counts['not-owner'] > context.clients.length - quorum) reply = 'not-owner';
+    else if (counts['not-owner'] > context.clients.length - quorum) {
+      reply = 'not-owner';
+      if (witness) {
+        const once = outcomes.filter(
+          (outcome, index) => outcome.kind === 'ok' && outcome.value === 'not-owner' && ranOnce[index],
+        );
+        witness.ranOnce = once.length > context.clients.length - quorum;
+      }
+    }
     if (reply) {
       attempt.forget();
       // A master still counting a hold that no majority counts keeps the lock from any majority

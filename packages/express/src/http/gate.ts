@@ -110,7 +110,7 @@ const LOSSES: Record<LockLostReason, string> = {
   'renewal-failed': 'its lease could not be renewed and ran out',
   taken: 'the key was deleted, or taken by another owner, while it was held',
   closed: 'the locker was closed',
-  failover: 'a Redis failover lost it',
+  failover: 'its Redis master changed (a failover, a restart, a demotion) before a replica had it',
 };
 
 /**

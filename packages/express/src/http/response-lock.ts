@@ -1,4 +1,4 @@
-import { type AcquireOptions, type Lock, type Locker, LockLostError } from '@lock/core';
+import type { AcquireOptions, Lock, Locker } from '@lock/core';
 
 /**
  * The part of a Node response the lock follows: node:http's `ServerResponse` (Express `res`, Koa
@@ -124,7 +124,7 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
  * went wrong after the grant, with the key: a release that failed (tried twice), or the lock
- * lost meanwhile (`LockLostError`, `'taken'` when its release found the key no longer ours).
+ * lost meanwhile (`LockLostError`, `'taken'` when its release proved the key no longer ours).
  * The listeners it adds are removed once the lifetime is over or the acquire failed: a
  * keep-alive connection serving many requests does not collect them. A request that
  * already holds `key` on `locker` (from an earlier gate) proceeds at once with that lock, which
@@ -205,15 +205,10 @@ export function lockForResponse(
           // `using` resolves when its release could not reach Redis (the work is done). Asked
           // again, the handle answers at once with a release that landed, and otherwise tries
           // once more: what still fails leaves the key held until its lease ends, so it is told.
-          // A release that found the key no longer ours (deleted, or taken) is told too: that may
-          // also be a copy of a release that landed, resent by ioredis after a reconnect, so it
-          // is only logged, never turned into a failure of the finished request.
-          granted?.release().then(
-            (reply) => {
-              if (reply === 'not-owner') ended(new LockLostError(key, 'taken'), key);
-            },
-            (error: unknown) => ended(error, key),
-          );
+          // A release that proved the key no longer ours made `using` reject (above); a
+          // 'not-owner' it let through may be a copy of a release that landed, resent by ioredis
+          // after a reconnect, and is no loss to tell.
+          granted?.release().catch((error: unknown) => ended(error, key));
         },
         (error: unknown) => {
           detach();
