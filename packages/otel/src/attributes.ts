@@ -25,7 +25,7 @@ export const ATTR_LOCK_FENCE = 'lock.fence';
 export const ATTR_LOCK_REENTRY = 'lock.reentry';
 /** Whether a release message woke the call for its winning attempt (a hand-off from the holder). */
 export const ATTR_LOCK_HANDOFF = 'lock.handoff';
-/** How a hold ended: `released`, `not-owner` (the release found the lock gone) or `lost`. */
+/** How a hold ended: `released`, `not-owner` (the release found the lock gone, no loss proved) or `lost`. */
 export const ATTR_LOCK_HOLD_OUTCOME = 'lock.hold.outcome';
 /** Why a held lock was lost: `expired`, `renewal-failed`, `taken`, `failover` or `closed`. */
 export const ATTR_LOCK_LOST_REASON = 'lock.lost.reason';

@@ -12,7 +12,7 @@ import {
   METRIC_LOCK_RENEWAL_BATCH_SIZE,
   METRIC_LOCK_RENEWALS,
 } from '@lock/otel';
-import { type RedisServer, startRedis } from '@lock/testing';
+import { proxiedClient, type RedisServer, startRedis } from '@lock/testing';
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Redis as RedisClient } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -106,10 +106,29 @@ describe('a lost lock', () => {
     await expectLoss('closed');
   });
 
-  it('marks a hold whose release found the lock gone as "not-owner", with ERR_LOCK_NOT_OWNER and an error status', async () => {
+  it('ends its held span with reason "taken" when its release proves the key was deleted under it', async () => {
     const lock = await locker.acquire('job:10', { ttl: 60_000, renew: false });
     await redis.del(...(await redis.keys('*job:10*')));
     expect(await lock.release()).toBe('not-owner');
+    await expectLoss('taken');
+  });
+
+  it('marks a hold "not-owner" when its release found the lock gone but proved no loss (a copy resent after a lost reply)', async () => {
+    await using cut = await proxiedClient(server);
+    // The copy is answered after a reconnect: well within this deadline, on a loaded machine too.
+    const resending = createLocker({ redis: cut.redis, commandTimeout: 10_000 });
+    try {
+      // The release script loaded: a release answered NOSCRIPT would lose that answer instead.
+      await (await resending.acquire('job:11:warm-up')).release();
+      spanExporter.reset();
+      const lock = await resending.acquire('job:11', { ttl: 60_000, renew: false });
+      // The release runs on the server, its reply is lost, and ioredis sends it again once reconnected.
+      cut.proxy.resetAfter(0, 'downstream', 1);
+      expect(await lock.release()).toBe('not-owner');
+      expect(cut.proxy.resets).toBe(1);
+    } finally {
+      await resending.close();
+    }
     const [held] = heldSpans();
     expect(heldSpans()).toHaveLength(1);
     expect(held!.attributes[ATTR_LOCK_HOLD_OUTCOME]).toBe('not-owner');
@@ -117,6 +136,7 @@ describe('a lost lock', () => {
     expect(held!.status.code).toBe(SpanStatusCode.ERROR);
     const all = await metrics.collect();
     expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'not-owner' })).toBe(1);
+    expect(total(all, METRIC_LOCK_LOSSES)).toBe(0);
     expect(total(all, METRIC_LOCK_HELD)).toBe(0);
   });
 });
