@@ -1,4 +1,11 @@
-import { createLocker, type Lock, LockLostError } from '@lock/core';
+import {
+  createLocker,
+  type Lock,
+  LockLostError,
+  LockUnavailableError,
+  type LostEvent,
+  lockEvents,
+} from '@lock/core';
 import { commandsInFlight, proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -104,6 +111,43 @@ describe.each(protocols)('$protocol protocol', ({ protocol, lockKey }) => {
     // The answer using() had: the copy's, which found the key the first copy deleted gone.
     expect(await handle?.release()).toBe('not-owner');
     expect(await other.isLocked('k')).toBe(false);
+    await Promise.all([locker.close(), other.close()]);
+  });
+
+  it('resolves using() when a retried release finds the key its first, unanswered call freed', async () => {
+    await using server = await startRedis();
+    // A command whose connection closes fails at once instead of being sent again on reconnect:
+    // the first release is never answered, late or not (a late answer would tell the retry).
+    await using cut = await proxiedClient(server, { redis: { maxRetriesPerRequest: 0 } });
+    const locker = createLocker({ redis: cut.redis, protocol, commandTimeout: 10_000, ...options });
+    const other = createLocker({ redis: server.client(), protocol, ...options });
+    // The release script loaded: a release answered NOSCRIPT would not have run.
+    await locker.using('warm-up', () => {});
+    const lost: LostEvent[] = [];
+    const onLost = (event: unknown) => {
+      if ((event as LostEvent).key === 'retried') lost.push(event as LostEvent);
+    };
+    lockEvents.lost.subscribe(onLost);
+    try {
+      let handle: Lock | undefined;
+      const done = await locker.using('retried', { ttl: 30_000 }, async (lock) => {
+        handle = lock;
+        // The release runs on the server, and its reply is lost with the connection.
+        cut.proxy.resetAfter(0, 'downstream', 1);
+        await expect(lock.release()).rejects.toBeInstanceOf(LockUnavailableError);
+        expect(cut.proxy.resets).toBe(1);
+        await waitFor('the client reconnected', async () => cut.redis.status === 'ready');
+        // The retry, on a connection that stays open, finds the key the first call deleted gone.
+        expect(await lock.release()).toBe('not-owner');
+        return 'done';
+      });
+      expect(done).toBe('done');
+      expect(handle?.signal.aborted).toBe(false);
+      expect(lost).toEqual([]);
+      expect(await other.isLocked('retried')).toBe(false);
+    } finally {
+      lockEvents.lost.unsubscribe(onLost);
+    }
     await Promise.all([locker.close(), other.close()]);
   });
 
