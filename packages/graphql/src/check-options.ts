@@ -45,11 +45,11 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
 }
 
 /**
- * An array (`keys: ['order:{args.id}']`, taking the option for a list of lock keys) or a Map
- * would otherwise pass as an object with no functions, and a template could then name one of
- * its own non-enumerable properties (`{keys.length}`), which would fail every call. Any other
- * object is read by its own enumerable properties (an object literal, a module namespace, a class
- * instance with its functions as fields), and the templates see a copy holding only those.
+ * A list (`keys: ['order:{args.id}']`, the option taken for a list of lock keys) or a Map is
+ * refused: it would pass as an object of no key functions. Any other object is read by its own
+ * enumerable properties, each of which must be a function (an object literal, a module
+ * namespace, a class instance with its functions as fields); the templates see a frozen copy of
+ * those, so a template naming anything else is refused when the schema is transformed.
  */
 function checkKeys(keys: unknown): Readonly<Record<string, KeyFunction>> {
   if (!isNamedObject(keys))
