@@ -34,6 +34,7 @@ export {
   MAX_TTL,
   MIN_TTL,
   type OptionAlias,
+  orDefault,
   refuseUnknown,
 } from './engine/options.js';
 export {

@@ -1,5 +1,5 @@
 import { IncomingMessage } from 'node:http';
-import type { Lock } from '@lock/core';
+import { type Lock, orDefault } from '@lock/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
   type CommonLockOptions,
@@ -8,7 +8,6 @@ import {
   checkPropertyName,
   createGate,
   type LockRefusal,
-  orDefault,
 } from './http/index.js';
 import { declaredParams } from './route-params.js';
 import { sendRefusal } from './send-refusal.js';

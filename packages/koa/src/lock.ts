@@ -1,4 +1,4 @@
-import type { Lock } from '@lock/core';
+import { type Lock, orDefault } from '@lock/core';
 import {
   type CommonLockOptions,
   checkCommonOptions,
@@ -6,7 +6,6 @@ import {
   checkPropertyName,
   createGate,
   type LockRefusal,
-  orDefault,
 } from '@lock/express/http';
 import type { Context, Middleware, Next } from 'koa';
 import { declaredParams } from './route-params.js';

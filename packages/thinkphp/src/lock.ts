@@ -11,6 +11,7 @@ import {
   type Locker,
   LockUnavailableError,
   type OptionAlias,
+  orDefault,
   type RedisClient,
   refuseUnknown,
 } from '@lock/core';
@@ -161,10 +162,10 @@ export class Lock {
     checkKey(key);
     checkOptions(options);
     const constants = new.target as typeof Lock;
-    // Only a setting left out takes the constant: null is a value, refused by checkSettings.
-    this.LOCK_EXPIRE = options.expire === undefined ? constants.LOCK_EXPIRE : options.expire;
-    this.LOCK_RETRY_MAX = options.retryMax === undefined ? constants.LOCK_RETRY_MAX : options.retryMax;
-    this.LOCK_SLEEP = options.sleep === undefined ? constants.LOCK_SLEEP : options.sleep;
+    // A null is not left out: it is kept, and refused by checkSettings.
+    this.LOCK_EXPIRE = orDefault(options.expire, constants.LOCK_EXPIRE);
+    this.LOCK_RETRY_MAX = orDefault(options.retryMax, constants.LOCK_RETRY_MAX);
+    this.LOCK_SLEEP = orDefault(options.sleep, constants.LOCK_SLEEP);
     checkSettings(this.settings(), settingNames(options));
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.redis = options.redis ?? clientFor(options.env!);

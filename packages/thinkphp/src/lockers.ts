@@ -5,6 +5,7 @@ import {
   detached,
   type Locker,
   legacyProtocol,
+  orDefault,
   type RedisClient,
 } from '@lock/core';
 import type { Redis } from 'ioredis';
@@ -36,10 +37,10 @@ export function lockerFor(
   // JSON keeps '2000' apart from 2000: a value of the wrong type never finds the locker made for
   // a good one, and is refused when its own is made. The protocol's defaults (2 s each) fill in
   // what was left out, so that an option left out and one given as its default share a locker.
-  // Only an option left out takes the default: a null gets a locker of its own, which refuses it.
+  // A null is not left out: it gets a locker of its own, which refuses it.
   const settings = JSON.stringify([
-    skewMargin === undefined ? 2_000 : skewMargin,
-    peerClockAhead === undefined ? 2_000 : peerClockAhead,
+    orDefault(skewMargin, 2_000),
+    orDefault(peerClockAhead, 2_000),
     commandTimeout,
   ]);
   let locker = bySettings.get(settings);

@@ -157,8 +157,6 @@ export function checkOwner(owner: unknown, name = 'owner'): string {
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 256) {
     throw new InvalidOptionError(name, owner, 'a non-empty string of at most 256 characters');
   }
-  // The token format keeps its own fields in the lock hash beside the owners' (NUL + owner for
-  // the last attempt applied, SOH for release ids): an owner starting so would overwrite them.
   if (!isWellFormedValue(owner)) {
     throw new InvalidOptionError(
       name,
@@ -166,6 +164,8 @@ export function checkOwner(owner: unknown, name = 'owner'): string {
       'well-formed Unicode (a lone UTF-16 surrogate reaches Redis as U+FFFD)',
     );
   }
+  // The token format keeps its own fields in the lock hash beside the owners' (NUL + owner for
+  // the last attempt applied, SOH for release ids): an owner starting so would overwrite them.
   if (owner.charCodeAt(0) <= 1) {
     throw new InvalidOptionError(name, owner, 'a string not starting with NUL or SOH (\\u0000, \\u0001)');
   }
@@ -180,6 +180,15 @@ export function checkSignal(signal: unknown): AbortSignal | undefined {
 export function checkBoolean(value: unknown, name: string): boolean | undefined {
   if (value === undefined || typeof value === 'boolean') return value;
   throw new InvalidOptionError(name, value, 'a boolean');
+}
+
+/**
+ * An option's value, or its default when it was left out. Only `undefined` leaves it out: a
+ * `null` is checked as a value and refused, rather than read as "the default" (a config's
+ * `failOpen: null` silently failing closed, `expire: null` locking for the default time).
+ */
+export function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
 }
 
 /** `{ ttl: undefined }` means "not given", so it must not override a default (`null` is a value, and refused). */

@@ -69,16 +69,17 @@ async function extendChunk(
   const { ok, failed, timedOut } = tally(outcomes);
   const { quorum } = context;
   // The items share the round's outcomes: a chunk of hundreds failing together needs the
-  // masters' connection errors (and the lateness) built once, not once per item.
-  const errorOptions = new Map<boolean, ReturnType<typeof unreachableIn>>();
+  // masters' connection errors (and the lateness) built once, not once per item. Left undefined,
+  // an answer is built again, but then it built no error either.
+  let inTimeError: ReturnType<typeof unreachableIn>;
+  let lateError: ReturnType<typeof unreachableIn>;
   const errorOptionsFor = (late: boolean) => {
-    if (!errorOptions.has(late)) {
-      errorOptions.set(
-        late,
-        unreachableIn(context, outcomes, late ? pastValidity('renewed', elapsed, validity) : undefined),
-      );
+    if (late) {
+      lateError ??= unreachableIn(context, outcomes, pastValidity('renewed', elapsed, validity));
+      return lateError;
     }
-    return errorOptions.get(late);
+    inTimeError ??= unreachableIn(context, outcomes);
+    return inTimeError;
   };
 
   await Promise.all(

@@ -13,7 +13,6 @@ export {
   checkFunction,
   checkPropertyName,
   type LockLogger,
-  orDefault,
   type ValidationName,
 } from './options.js';
 export { type LockProblem, type LockRefusal, PROBLEM_CONTENT_TYPE } from './refusal.js';

@@ -1,4 +1,4 @@
-import { type AcquireOptions, InvalidOptionError, type Locker, refuseUnknown } from '@lock/core';
+import { type AcquireOptions, InvalidOptionError, type Locker, orDefault, refuseUnknown } from '@lock/core';
 import { type KeyTemplate, parseKeyTemplate } from './key-template.js';
 import { DEFAULT_BUSY_MESSAGE } from './refusal.js';
 
@@ -124,15 +124,6 @@ export function checkCommonOptions<C>(
     logger: checkLogger(orDefault(given.logger, console)),
     validate: checkValidate(orDefault(given.validate, true)),
   };
-}
-
-/**
- * An option's value, or its default when it was left out. Only `undefined` leaves it out: a
- * `null` is checked as a value and refused, as the locker refuses it for `ttl`, `wait` and `renew`,
- * rather than read as "the default" (`failOpen: null` silently failing closed).
- */
-export function orDefault<T>(value: T | undefined, fallback: T): T {
-  return value === undefined ? fallback : value;
 }
 
 /** Checks an option that must be a function, naming it when it is not. */

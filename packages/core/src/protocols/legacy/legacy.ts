@@ -1,4 +1,4 @@
-import { refuseUnknown } from '../../engine/options.js';
+import { orDefault, refuseUnknown } from '../../engine/options.js';
 import { InvalidKeyError, InvalidOptionError } from '../../errors.js';
 import expiryGuardLua from '../../expiry-guard.lua';
 import { fenceCounter } from '../../fence-counter.js';
@@ -71,14 +71,13 @@ const FOREIGN_RECORD = -3;
 export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtocol {
   // A misspelt `unit` would silently write ms where the PHP fleet reads seconds.
   refuseUnknown(options, ['unit', 'skewMargin', 'peerClockAhead'], 'the legacy protocol options');
-  // Only an option left out takes its default: null is a value, refused (a config's `null` is not "the default").
-  const unit = options.unit === undefined ? 'ms' : options.unit;
+  const unit = orDefault(options.unit, 'ms');
   if (unit !== 'ms' && unit !== 's') throw new InvalidOptionError('unit', unit, '"ms" or "s"');
-  const skewMargin = options.skewMargin === undefined ? 2_000 : options.skewMargin;
+  const skewMargin = orDefault(options.skewMargin, 2_000);
   if (!Number.isSafeInteger(skewMargin) || skewMargin < 0) {
     throw new InvalidOptionError('skewMargin', skewMargin, 'a whole number of ms, 0 or more');
   }
-  const peerClockAhead = options.peerClockAhead === undefined ? 2_000 : options.peerClockAhead;
+  const peerClockAhead = orDefault(options.peerClockAhead, 2_000);
   if (!Number.isSafeInteger(peerClockAhead) || peerClockAhead < 0 || peerClockAhead > MAX_TTL) {
     throw new InvalidOptionError(
       'peerClockAhead',
