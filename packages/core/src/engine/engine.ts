@@ -47,6 +47,7 @@ import {
   DEFAULT_RETRY,
   DEFAULT_TTL,
   DEFAULT_WAIT,
+  orDefault,
   refuseUnknown,
   USING_OPTIONS,
 } from './options.js';
@@ -189,15 +190,12 @@ class Engine implements Locker {
   ) {
     refuseUnknown(options, ENGINE_OPTIONS, 'the locker options');
     const given: EngineOptions = options;
-    this.prefix = given.prefix === undefined ? DEFAULT_PREFIX : checkPrefix(given.prefix);
-    this.ttl = this.lease(given.ttl === undefined ? DEFAULT_TTL : given.ttl);
-    this.wait = given.wait === undefined ? DEFAULT_WAIT : checkWait(given.wait);
+    this.prefix = checkPrefix(orDefault(given.prefix, DEFAULT_PREFIX));
+    this.ttl = this.lease(orDefault(given.ttl, DEFAULT_TTL));
+    this.wait = checkWait(orDefault(given.wait, DEFAULT_WAIT));
     this.renew = checkBoolean(given.renew, 'renew') ?? true;
     this.reentrant = checkBoolean(given.reentrant, 'reentrant') ?? true;
-    this.timeout =
-      given.commandTimeout === undefined
-        ? DEFAULT_COMMAND_TIMEOUT
-        : checkMs(given.commandTimeout, 'commandTimeout');
+    this.timeout = checkMs(orDefault(given.commandTimeout, DEFAULT_COMMAND_TIMEOUT), 'commandTimeout');
     this.retry = checkRetry(given.retry, DEFAULT_RETRY);
     this.clock = checkClock(given.clock);
     this.id = given.id === undefined ? randomUUID() : checkOwner(given.id, 'id');
