@@ -60,6 +60,7 @@ export { expiryGuardLua } from './expiry-guard.js';
 export { fenceCounter } from './fence-counter.js';
 export { fencedGet, fencedSet } from './fencing/fenced-set.js';
 export { hashTag, keySlot, slotKey } from './hash-tag.js';
+export { type KeySegmentProblem, keySegmentText } from './key-segment.js';
 export { type KeyTemplatePart, keyTemplateEscaper, keyValueEscaper } from './key-value-escaper.js';
 export type {
   AcquireReply,

@@ -94,6 +94,21 @@ describe('key templates', () => {
     );
   });
 
+  it('names a number that is not finite as such: every failed parse would share order:NaN', () => {
+    const template = parseKeyTemplate('order:{body.id}');
+    for (const id of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => renderKey(template, { body: { id } })).toThrow(
+        expect.objectContaining({
+          code: 'ERR_LOCK_HTTP_BAD_VALUE',
+          message: `{body.id} must be a finite number for the lock key, and it is ${id}`,
+        }),
+      );
+    }
+    expect(() => renderKey(parseKeyTemplate('order:{params.id}'), { params: { id: Number.NaN } })).toThrow(
+      expect.objectContaining({ code: 'ERR_LOCK_HTTP_BAD_KEY', status: 500 }),
+    );
+  });
+
   it('answers 400 for a param the route declares and the request left out, asking for the declared names only then', () => {
     const template = parseKeyTemplate('order:{params.shop}:{params.id}');
     const declared = vi.fn(() => ['shop', 'id']);

@@ -1,4 +1,4 @@
-import { isWellFormedValue, keyTemplateEscaper } from '@lock/core';
+import { keySegmentText, keyTemplateEscaper } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -194,38 +194,32 @@ function segmentValue(
       `${coordinate}: {${segment.text}} gave a promise; a key segment must be known synchronously (resolve it in the context first)`,
     );
   }
-  if (value === null || value === undefined)
-    throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
-  // Every call with an empty value would share one lock (`order:`); @lock/express refuses it too.
-  if (value === '')
-    throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is an empty string`);
-  // `NaN` from a failed parse would put every such call under one lock (`order:NaN`).
-  if (typeof value === 'number' && !Number.isFinite(value)) {
-    if (segment.server)
-      throw new Error(`${coordinate}: {${segment.text}} gave ${value}; a number in a key must be finite`);
-    throw badInput(
-      `${coordinate} needs {${segment.text}} for its lock key to be a finite number, and it is ${value}`,
-    );
+  const text = keySegmentText(value);
+  if (typeof text === 'string') return text;
+  switch (text.problem) {
+    case 'missing':
+      throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is ${value}`);
+    case 'empty':
+      throw badInput(`${coordinate} needs {${segment.text}} for its lock key, and it is an empty string`);
+    case 'lone-surrogate':
+      throw badInput(
+        `${coordinate} needs {${segment.text}} for its lock key to be well-formed Unicode, and it holds a lone UTF-16 surrogate`,
+      );
+    case 'not-finite':
+      if (segment.server)
+        throw new Error(`${coordinate}: {${segment.text}} gave ${value}; a number in a key must be finite`);
+      throw badInput(
+        `${coordinate} needs {${segment.text}} for its lock key to be a finite number, and it is ${value}`,
+      );
+    case 'not-scalar':
+      if (segment.server)
+        throw new Error(
+          `${coordinate}: {${segment.text}} gave ${withArticle(typeof value)}; a key segment must be a string, number, bigint or boolean`,
+        );
+      throw badInput(
+        `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
+      );
   }
-  // Node writes a lone surrogate as the bytes of U+FFFD: "\uD800", "\uDFFF" and "\uFFFD" would share a lock.
-  if (typeof value === 'string' && !isWellFormedValue(value))
-    throw badInput(
-      `${coordinate} needs {${segment.text}} for its lock key to be well-formed Unicode, and it holds a lone UTF-16 surrogate`,
-    );
-  if (
-    typeof value === 'string' ||
-    typeof value === 'number' ||
-    typeof value === 'bigint' ||
-    typeof value === 'boolean'
-  )
-    return String(value);
-  if (segment.server)
-    throw new Error(
-      `${coordinate}: {${segment.text}} gave ${withArticle(typeof value)}; a key segment must be a string, number, bigint or boolean`,
-    );
-  throw badInput(
-    `${coordinate} needs {${segment.text}} for its lock key to be a scalar, and it is ${typeof value}`,
-  );
 }
 
 function withArticle(noun: string): string {

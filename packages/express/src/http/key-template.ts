@@ -1,4 +1,4 @@
-import { isWellFormedValue, keyTemplateEscaper } from '@lock/core';
+import { keySegmentText, keyTemplateEscaper } from '@lock/core';
 import { KeyTemplateError, RequestKeyError } from './errors.js';
 
 /** Where a placeholder reads its value from. */
@@ -133,41 +133,41 @@ function placeholderValue(
     found = typeof value === 'object' && value !== null && Object.hasOwn(value, name);
     value = found ? (value as Record<string, unknown>)[name] : undefined;
   }
+  const text = keySegmentText(value);
+  if (typeof text === 'string') return text;
   const isParam = placeholder.source === 'params';
-  if (value === undefined || value === null || value === '') {
-    throw isParam && !found && !declaredParams().includes(placeholder.path[0]!)
-      ? new RequestKeyError(
-          'ERR_LOCK_HTTP_MISSING_PARAM',
-          `the route has no param "${placeholder.path[0]}" for {${placeholder.text}} in the lock key: mount the middleware on a route that declares it`,
-        )
-      : new RequestKeyError(
-          'ERR_LOCK_HTTP_MISSING_VALUE',
-          `the request has no value for {${placeholder.text}}, which the lock key needs`,
-        );
-  }
-  if (typeof value === 'string') {
-    // Written to Redis as the bytes of U+FFFD, it would share a lock with other values.
-    if (!isWellFormedValue(value))
+  switch (text.problem) {
+    case 'missing':
+    case 'empty':
+      throw isParam && !found && !declaredParams().includes(placeholder.path[0]!)
+        ? new RequestKeyError(
+            'ERR_LOCK_HTTP_MISSING_PARAM',
+            `the route has no param "${placeholder.path[0]}" for {${placeholder.text}} in the lock key: mount the middleware on a route that declares it`,
+          )
+        : new RequestKeyError(
+            'ERR_LOCK_HTTP_MISSING_VALUE',
+            `the request has no value for {${placeholder.text}}, which the lock key needs`,
+          );
+    case 'lone-surrogate':
       throw new RequestKeyError(
         'ERR_LOCK_HTTP_BAD_VALUE',
         `{${placeholder.text}} must be well-formed Unicode for the lock key, and it holds a lone UTF-16 surrogate`,
       );
-    return value;
-  }
-  if (
-    (typeof value === 'number' && Number.isFinite(value)) ||
-    typeof value === 'bigint' ||
-    typeof value === 'boolean'
-  ) {
-    return String(value);
-  }
-  throw isParam
-    ? new RequestKeyError(
-        'ERR_LOCK_HTTP_BAD_KEY',
-        `{${placeholder.text}} is not a single value (a wildcard param?): use a key function`,
-      )
-    : new RequestKeyError(
-        'ERR_LOCK_HTTP_BAD_VALUE',
-        `{${placeholder.text}} must be a single string or number for the lock key`,
+    case 'not-finite':
+      // Split as for a value that is not a scalar: what sits in a param, the app put there.
+      throw new RequestKeyError(
+        isParam ? 'ERR_LOCK_HTTP_BAD_KEY' : 'ERR_LOCK_HTTP_BAD_VALUE',
+        `{${placeholder.text}} must be a finite number for the lock key, and it is ${value}`,
       );
+    case 'not-scalar':
+      throw isParam
+        ? new RequestKeyError(
+            'ERR_LOCK_HTTP_BAD_KEY',
+            `{${placeholder.text}} is not a single value (a wildcard param?): use a key function`,
+          )
+        : new RequestKeyError(
+            'ERR_LOCK_HTTP_BAD_VALUE',
+            `{${placeholder.text}} must be a single string or number for the lock key`,
+          );
+  }
 }
