@@ -133,9 +133,11 @@ export interface LockBackend {
   inspect(resource: string): Promise<Inspection>;
   /**
    * Calls `onRelease` whenever a release message for `resource` arrives for `waiter`. Resolves
-   * once the subscription is active, with a function that ends it.
+   * once the subscription is active, with a function that ends it. Optional: without it the
+   * engine's waiters poll with the backoff and are queued nowhere, since a release that handed
+   * them the lock or named them could not tell them (`pubSub: 'poll'`).
    */
-  listen(resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void): Promise<() => void>;
+  listen?(resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void): Promise<() => void>;
   /**
    * Calls `listener` when the master behind some locks changed (a failover, a restart, a
    * demotion), with a test of which resources it concerns. Answers a function that stops it.

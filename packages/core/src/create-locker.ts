@@ -6,7 +6,7 @@ import { InvalidOptionError } from './errors.js';
 import type { LockProtocol, RedisClient } from './protocol.js';
 import { legacyProtocol } from './protocols/legacy/legacy.js';
 import { tokenProtocol } from './protocols/token/token.js';
-import { checkPubSub, forcePubSub, type PubSubOption } from './pub-sub-mode.js';
+import { checkLockerPubSub, forcePubSub, type LockerPubSubOption } from './pub-sub-mode.js';
 import type { Locker, ReplicationOptions } from './types.js';
 
 /** Options of `createLocker`. */
@@ -35,9 +35,12 @@ export interface LockerOptions extends EngineOptions {
    * forced on this client), `'sharded'` (`SPUBLISH`/`SSUBSCRIBE`) or `'plain'`
    * (`PUBLISH`/`SUBSCRIBE`). A forced mode holds for every locker on the client, and is refused
    * when another locker forced the other one or the client was probed already. Ignored off a
-   * cluster, where pub/sub is always plain. Default: `'auto'`.
+   * cluster, where pub/sub is always plain. Or `'poll'`, on any deployment: waiters never
+   * subscribe (the locker opens no subscriber connection) and are never queued in Redis, so a
+   * release neither names them nor hands them the lock; they retry with the `retry` backoff,
+   * for very many keys each waited for rarely. Default: `'auto'`.
    */
-  readonly pubSub?: PubSubOption;
+  readonly pubSub?: LockerPubSubOption;
 }
 
 /** Names the connection goes by elsewhere (node-redis, the RedLock options), refused as `redis`. */
@@ -61,10 +64,11 @@ export function createLocker(options: LockerOptions): Locker {
       'an ioredis Redis or Cluster client; node-redis clients are not supported yet',
     );
   }
-  const mode = checkPubSub(pubSub, redis);
+  const mode = checkLockerPubSub(pubSub, redis);
   const backend = singleBackend(redis, protocolOf(protocol), {
     ...(replication === undefined ? {} : { replication }),
     eviction: checkEvictionOption(eviction),
+    ...(mode === 'poll' ? { subscriber: false } : {}),
   });
   let locker: Locker;
   try {
@@ -75,7 +79,7 @@ export function createLocker(options: LockerOptions): Locker {
     throw error;
   }
   // Not before the engine accepted its options: a refused locker must leave the client as it was.
-  forcePubSub(redis, mode);
+  if (mode !== 'poll') forcePubSub(redis, mode);
   return locker;
 }
 

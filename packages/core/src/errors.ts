@@ -46,9 +46,17 @@ export class LockBusyError extends LockError<'ERR_LOCK_BUSY'> {
   }
 }
 
-/** Waiting for the lock took longer than `wait`. */
+/** Options of an `AcquireTimeoutError`. */
+export interface AcquireTimeoutOptions extends ErrorOptions {
+  /** The bound the call reached. Default: `'wait'`. */
+  readonly limit?: 'wait' | 'attempts';
+}
+
+/** Waiting for the lock took longer than `wait`, or as many attempts as `retry.attempts` allows. */
 export class AcquireTimeoutError extends LockError<'ERR_LOCK_ACQUIRE_TIMEOUT'> {
   override name = 'AcquireTimeoutError';
+  /** The bound the call reached: its `wait`, or its `retry.attempts`. */
+  readonly limit: 'wait' | 'attempts';
   constructor(
     readonly key: string,
     /** How long the call waited, in ms. */
@@ -58,13 +66,17 @@ export class AcquireTimeoutError extends LockError<'ERR_LOCK_ACQUIRE_TIMEOUT'> {
     /** The holder's remaining time to live at the last attempt, in ms (-1 when unknown). */
     readonly remaining: number,
     /** `cause`: the last `QuorumError` when masters failed to answer while waiting. */
-    options?: ErrorOptions,
+    options?: AcquireTimeoutOptions,
   ) {
+    const limit = options?.limit ?? 'wait';
     super(
       'ERR_LOCK_ACQUIRE_TIMEOUT',
-      `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`,
+      limit === 'wait'
+        ? `timed out after ${waited} ms and ${attempts} attempts waiting for lock "${key}"`
+        : `gave up on lock "${key}" after ${attempts} attempts (the retry.attempts limit) and ${waited} ms`,
       options,
     );
+    this.limit = limit;
   }
 }
 

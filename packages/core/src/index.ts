@@ -39,6 +39,7 @@ export {
 } from './engine/options.js';
 export {
   AcquireTimeoutError,
+  type AcquireTimeoutOptions,
   InvalidKeyError,
   InvalidOptionError,
   isUnavailable,
@@ -77,6 +78,7 @@ export { tokenProtocol } from './protocols/token/token.js';
 export {
   checkPubSub,
   forcePubSub,
+  type LockerPubSubOption,
   type PubSubMode,
   type PubSubOption,
   pubSubMode,

@@ -13,7 +13,17 @@ export type PubSubMode = 'sharded' | 'plain';
  */
 export type PubSubOption = 'auto' | PubSubMode;
 
+/**
+ * The `pubSub` option of `createLocker`: a `PubSubOption`, or `'poll'`, waiters that never
+ * subscribe and are never queued in Redis, polling with the backoff instead (see "Polling" in the
+ * README). Releases still publish, for other lockers' waiters.
+ */
+export type LockerPubSubOption = PubSubOption | 'poll';
+
 const OPTIONS: readonly unknown[] = ['auto', 'sharded', 'plain'] satisfies PubSubOption[];
+
+/** Said of `'off'`, which a Redisson user reads as its `shardedSubscriptionMode` `OFF`: plain pub/sub, not none. */
+const OFF = "; 'off' is ambiguous: Redisson's shardedSubscriptionMode OFF is 'plain' here";
 
 /**
  * Per cluster client, the mode every release and subscription on it uses: a string when a locker
@@ -58,7 +68,15 @@ export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode>
  */
 export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption {
   if (value === undefined) return 'auto';
-  if (!OPTIONS.includes(value)) throw new InvalidOptionError('pubSub', value, "'auto', 'sharded' or 'plain'");
+  if (!OPTIONS.includes(value)) {
+    const note =
+      value === 'poll'
+        ? "; 'poll' is createLocker's: a Redisson client's waiters listen for unlocks, as Java's do"
+        : value === 'off'
+          ? OFF
+          : '';
+    throw new InvalidOptionError('pubSub', value, `'auto', 'sharded' or 'plain'${note}`);
+  }
   const option = value as PubSubOption;
   if (option === 'auto') return option;
   const known = modes.get(redis);
@@ -72,6 +90,14 @@ export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption {
       : "'auto': this client's mode was probed before, and its releases and subscriptions may use " +
           'the answer; give the mode to the first locker made on the client, or this locker a client of its own',
   );
+}
+
+/** `checkPubSub` for `createLocker`, which also takes `'poll'`: that forces nothing, and is accepted on any client. */
+export function checkLockerPubSub(value: unknown, redis: RedisClient): LockerPubSubOption {
+  if (value === 'poll') return value;
+  if (value === undefined || OPTIONS.includes(value)) return checkPubSub(value, redis);
+  const note = value === 'off' ? `${OFF}, and waiters without pub/sub are 'poll'` : '';
+  throw new InvalidOptionError('pubSub', value, `'auto', 'sharded', 'plain' or 'poll'${note}`);
 }
 
 /** Forces a mode `checkPubSub` accepted on `redis`, once the locker is made: its every release and subscription then use it, probing nothing. */

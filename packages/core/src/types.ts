@@ -8,6 +8,14 @@ export interface RetryOptions {
   readonly max?: number;
   /** Fraction of each delay drawn at random, 0 to 1, so waiters do not retry in lockstep. Default: `0.5`. */
   readonly jitter?: number;
+  /**
+   * How many attempts a call sends before it gives up, a positive integer or `Infinity`: the
+   * last one refused, it rejects as a `wait` that ran out does (`AcquireTimeoutError`, whose
+   * `limit` is then `'attempts'`; `LockUnavailableError` when Redis did not answer it). A grant
+   * a release hands to a waiter costs no attempt. `wait: 0` sends one whatever this says.
+   * Default: `Infinity` (bounded by `wait` alone).
+   */
+  readonly attempts?: number;
 }
 
 /** Gate each acquisition on replicas having received it (`WAIT` on the same connection). */

@@ -42,7 +42,7 @@ describe('createLocker', () => {
     );
     // Named with its path, as a bad value of a known one is.
     expect(() => createLocker({ redis, retry: { bsae: 20 } } as never)).toThrow(
-      'unknown option "retry.bsae" (expected one of the retry options: base, max, jitter). Did you mean "retry.base"?',
+      'unknown option "retry.bsae" (expected one of the retry options: base, max, jitter, attempts). Did you mean "retry.base"?',
     );
     expect(() => createLocker({ redis, replication: { replicas: 0, timeout: 10 } })).toThrow(
       /replication.replicas/,

@@ -22,10 +22,11 @@ export interface SingleBackendOptions {
   readonly replication?: ReplicationOptions;
   /**
    * A release listener shared with other backends on the same client, so that one subscriber
-   * connection serves every lock format; its creator closes it. Default: one of the backend's
-   * own, closed with it.
+   * connection serves every lock format; its creator closes it. `false` for none: the backend
+   * has no `listen`, so its waiters poll (`pubSub: 'poll'`). Default: one of the backend's own,
+   * closed with it.
    */
-  readonly subscriber?: ReleaseListener;
+  readonly subscriber?: ReleaseListener | false;
   /**
    * Before the first acquisition, read the server's `maxmemory-policy`: with anything but
    * `noeviction` Redis may evict held locks or fence counters. `'warn'` (once per server,
@@ -42,7 +43,8 @@ export function singleBackend(
   options: SingleBackendOptions = {},
 ): LockBackend {
   const connection = connectionOf(redis);
-  const listener = options.subscriber ?? new ReleaseListener(redis);
+  const listener =
+    options.subscriber === false ? undefined : (options.subscriber ?? new ReleaseListener(redis));
   const replication = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
@@ -52,7 +54,7 @@ export function singleBackend(
   // sends none, and is queued for the lock's channel, which its waiter listens to as well.
   const withInbox = (context: AttemptContext | undefined, resource: string, owner: string) => {
     if (!inboxName || !context?.queueLease) return context;
-    const inbox = listener.inboxFor(protocol.channel(resource, owner));
+    const inbox = listener?.inboxFor(protocol.channel(resource, owner));
     return inbox ? { ...context, inbox } : context;
   };
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
@@ -226,26 +228,28 @@ export function singleBackend(
 
     inspect: (resource) => protocol.inspect(redis, resource),
 
-    listen: (resource, waiter, onRelease) =>
-      listener.listen(
-        protocol.channel(resource, waiter),
-        (message) => {
-          if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
-          const notice = releaseNotice(protocol, message);
-          // A grant handed on to a waiter of this process (`handedOn`) is published here too;
-          // one to another process's waiter, to that process's inbox, is drawn there.
-          if (notice.grant) watch?.drew(resource, notice.grant.fence);
-          onRelease(notice);
-        },
-        inboxName && ((id) => inboxName(resource, id)),
-      ),
+    ...(listener && {
+      listen: (resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void) =>
+        listener.listen(
+          protocol.channel(resource, waiter),
+          (message) => {
+            if (!(protocol.isReleaseMessage?.(message) ?? true)) return;
+            const notice = releaseNotice(protocol, message);
+            // A grant handed on to a waiter of this process (`handedOn`) is published here too;
+            // one to another process's waiter, to that process's inbox, is drawn there.
+            if (notice.grant) watch?.drew(resource, notice.grant.fence);
+            onRelease(notice);
+          },
+          inboxName && ((id) => inboxName(resource, id)),
+        ),
+    }),
 
     onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),
 
     close: async () => {
       connection.release();
       watch?.close();
-      if (!options.subscriber) await listener.close();
+      if (options.subscriber === undefined) await listener?.close();
     },
   };
 }

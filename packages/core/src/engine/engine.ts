@@ -67,7 +67,7 @@ export interface EngineOptions {
   readonly wait?: number;
   /** Whether locks without a fixed lease are renewed by the watchdog. Default: `true`. */
   readonly renew?: boolean;
-  /** Backoff while waiting. Default: `{ base: 50, max: 1_000, jitter: 0.5 }`. */
+  /** Backoff while waiting, and the attempt limit. Default: `{ base: 50, max: 1_000, jitter: 0.5, attempts: Infinity }`. */
   readonly retry?: RetryOptions;
   /** Monotonic clock in ms used for deadlines (injectable for tests). Default: `performance.now`. */
   readonly clock?: () => number;
@@ -163,7 +163,8 @@ class Engine implements Locker {
    * path builds and hashes no id.
    */
   private readonly named = new Map<string, Hold>();
-  private readonly queues: WaitQueues;
+  /** Undefined when the backend has no release messages (`listen`): waiters then poll. */
+  private readonly queues: WaitQueues | undefined;
   private readonly watchdog: Watchdog;
   private readonly closing = new AbortController();
   /**
@@ -203,7 +204,7 @@ class Engine implements Locker {
     // each counting owners from 1: owners made from it alone would collide, and a fresh owner that
     // finds its own name holding a key takes that hold for its own.
     this.ownerPrefix = given.id === undefined ? `${this.id}:` : `${this.id}:${randomUUID()}:`;
-    this.queues = new WaitQueues(backend, this.clock);
+    this.queues = backend.listen ? new WaitQueues(backend, this.clock) : undefined;
     // Every call given a signal links it to this one while it runs: many such calls are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
@@ -294,7 +295,7 @@ class Engine implements Locker {
     for (const waiter of this.asleep) waiter.wake?.();
     this.watchdog.stop();
     this.unwatchMaster();
-    this.queues.close();
+    this.queues?.close();
     const held = [...this.holds.values()];
     // Handles must stop believing before Redis frees the keys to others.
     for (const hold of held) this.lose(hold, 'closed');
@@ -499,7 +500,7 @@ class Engine implements Locker {
         hold.resource,
         hold.owner,
         hold.token,
-        (grant) => this.queues.handOver(hold.resource, grant),
+        (grant) => this.queues?.handOver(hold.resource, grant),
         id,
         witness,
       ),
@@ -541,7 +542,7 @@ class Engine implements Locker {
       hold.resource,
       hold.owner,
       hold.token,
-      (grant) => this.queues.handOver(hold.resource, grant),
+      (grant) => this.queues?.handOver(hold.resource, grant),
       id,
     );
     this.background(releasing);
@@ -723,8 +724,9 @@ class Engine implements Locker {
     // Made when the call first waits: most calls never do.
     let waiter: Waiter | undefined;
     // A call that may wait is queued by formats that queue waiters, for as long as its next
-    // attempt may take to come (the longest backoff plus two round trips).
-    const queueLease = request.wait > 0 ? request.retry.max + 2 * this.timeout : 0;
+    // attempt may take to come (the longest backoff plus two round trips). One that polls is not:
+    // a release would name it, or hand it the lock, and it would not hear.
+    const queueLease = request.wait > 0 && this.queues ? request.retry.max + 2 * this.timeout : 0;
     // The release may hand the lock to the waiter itself (the protocol decides whom: fresh
     // owners). A renewed lock is handed over for no longer than the registration lasts, so a
     // waiter that crashed just before costs no more than that; the watchdog then renews it to
@@ -822,15 +824,17 @@ class Engine implements Locker {
         }
         const waited = this.clock() - started;
         if (request.wait === 0) throw unreachable ?? new LockBusyError(request.key, remaining);
-        if (waited >= request.wait) {
+        if (waited >= request.wait || attempts >= request.retry.attempts) {
           if (unreachable) throw unreachable;
-          throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining);
+          const limit = waited >= request.wait ? 'wait' : 'attempts';
+          throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining, { limit });
         }
         // An abort or close() during the attempt above: no queue to join, no sleep to start.
         if (signal.aborted) throw signal.reason;
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
-        if (unreachable === undefined && (channel === undefined || this.queues.failed(channel))) {
-          const joining = this.queues.join(request.resource, request.owner, waiter, sentAt);
+        const { queues } = this;
+        if (queues && unreachable === undefined && (channel === undefined || queues.failed(channel))) {
+          const joining = queues.join(request.resource, request.owner, waiter, sentAt);
           // In the queue from now on, whether or not the subscription comes in time: left in `finally`.
           channel = joining.channel;
           const left = Math.max(1, Math.min(request.wait - waited, this.timeout));
@@ -858,7 +862,7 @@ class Engine implements Locker {
         trace.waited = this.clock() - started;
       }
       linked?.dispose();
-      if (channel !== undefined && waiter) this.queues.leave(channel, waiter);
+      if (channel !== undefined && waiter) this.queues?.leave(channel, waiter);
       if (!call.acquired) {
         // A fresh owner is never asked for again; a reused one (explicit, re-entrant) must not
         // find its next call's queue place taken out by this call's cleanup landing late.
@@ -888,7 +892,8 @@ class Engine implements Locker {
     const cleanup: Promise<unknown>[] = [];
     for (const undo of call.lateUndos ?? []) cleanup.push(this.background(undo()));
     const { abandon } = this.backend;
-    if (attempted && request.wait > 0 && abandon) {
+    // Only a queued call (one that may wait, and listens) may be in the server's queue.
+    if (attempted && queueLease > 0 && abandon) {
       const send = () => {
         call.leaving = true;
         return withDeadline(

@@ -14,7 +14,12 @@ export const DEFAULT_PREFIX = 'lock:';
 export const DEFAULT_TTL = 30_000;
 export const DEFAULT_WAIT = 10_000;
 export const DEFAULT_COMMAND_TIMEOUT = 500;
-export const DEFAULT_RETRY: Required<RetryOptions> = { base: 50, max: 1_000, jitter: 0.5 };
+export const DEFAULT_RETRY: Required<RetryOptions> = {
+  base: 50,
+  max: 1_000,
+  jitter: 0.5,
+  attempts: Number.POSITIVE_INFINITY,
+};
 
 /**
  * What an alias of `refuseUnknown` points to: the known name, or a note for a name whose
@@ -119,7 +124,7 @@ export function checkWait(value: unknown): number {
 export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Required<RetryOptions> {
   if (value === undefined) return fallback;
   if (typeof value !== 'object' || value === null) throw new InvalidOptionError('retry', value, 'an object');
-  refuseUnknown(value, ['base', 'max', 'jitter'], 'the retry options', {}, 'retry');
+  refuseUnknown(value, ['base', 'max', 'jitter', 'attempts'], 'the retry options', {}, 'retry');
   const retry = { ...fallback, ...definedOnly(value as RetryOptions) };
   checkMs(retry.base, 'retry.base');
   checkMs(retry.max, 'retry.max');
@@ -135,6 +140,10 @@ export function checkRetry(value: unknown, fallback: Required<RetryOptions>): Re
   }
   if (typeof retry.jitter !== 'number' || !(retry.jitter >= 0 && retry.jitter <= 1)) {
     throw new InvalidOptionError('retry.jitter', retry.jitter, 'a number from 0 to 1');
+  }
+  const { attempts } = retry;
+  if (attempts !== Number.POSITIVE_INFINITY && !(Number.isSafeInteger(attempts) && attempts > 0)) {
+    throw new InvalidOptionError('retry.attempts', attempts, 'a positive integer, or Infinity');
   }
   return retry;
 }

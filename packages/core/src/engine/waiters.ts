@@ -120,18 +120,17 @@ export class WaitQueues {
         forgottenAt: queue?.forgottenAt ?? Number.NEGATIVE_INFINITY,
         emptiedAt: Number.POSITIVE_INFINITY,
       };
-      created.ready = this.backend
-        .listen(resource, owner, (notice) => this.notify(created, notice))
-        .then(
-          (unlisten) => {
-            created.active = true;
-            if (this.queues.get(channel) === created) created.unlisten = unlisten;
-            else unlisten();
-          },
-          () => {
-            created.failed = true;
-          },
-        );
+      // The engine makes queues only for a backend that listens.
+      created.ready = this.backend.listen!(resource, owner, (notice) => this.notify(created, notice)).then(
+        (unlisten) => {
+          created.active = true;
+          if (this.queues.get(channel) === created) created.unlisten = unlisten;
+          else unlisten();
+        },
+        () => {
+          created.failed = true;
+        },
+      );
       this.queues.set(channel, created);
       queue = created;
     }

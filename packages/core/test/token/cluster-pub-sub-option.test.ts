@@ -132,7 +132,7 @@ describe('pubSub on a Redis 7 cluster', () => {
       expect(refusal, String(bad)).toBeInstanceOf(InvalidOptionError);
       expect((refusal as InvalidOptionError).option).toBe('pubSub');
       expect((refusal as InvalidOptionError).value).toBe(bad);
-      expect((refusal as Error).message).toContain("(expected 'auto', 'sharded' or 'plain')");
+      expect((refusal as Error).message).toContain("(expected 'auto', 'sharded', 'plain' or 'poll')");
     }
     expect(await keysIn(cluster)).toBe(before);
     // Nothing was forced: the client is still probed.
@@ -224,7 +224,7 @@ describe('pubSub off a cluster', () => {
   it('is checked but ignored: lockers given either mode share a client, and pub/sub stays plain', async () => {
     const redis = server.client();
     expect(() => createLocker({ redis, pubSub: 'on' as never })).toThrow(
-      `invalid option "pubSub": "on" (expected 'auto', 'sharded' or 'plain')`,
+      `invalid option "pubSub": "on" (expected 'auto', 'sharded', 'plain' or 'poll')`,
     );
     const plain = createLocker({ redis, pubSub: 'plain' });
     expect(pubSubMode(redis)).toBe('plain');
