@@ -185,6 +185,7 @@ export class ReleaseListener {
   /** (S)SUBSCRIBEs `name` on `connection`. */
   private async send(connection: Redis | Cluster, name: string): Promise<void> {
     if (!isCluster(this.redis)) {
+      await afterHandshake(connection as Redis);
       await connection.subscribe(name);
       return;
     }
@@ -255,7 +256,9 @@ export class ReleaseListener {
   private subscribeInbox(inbox: Inbox): Promise<void> | undefined {
     if (this.inbox !== inbox || inbox.active) return undefined;
     // The subscription outlives the call that first listened: kept out of its async context.
-    inbox.subscribing ??= detached(() => inbox.connection.subscribe(inbox.name)).then(
+    inbox.subscribing ??= detached(() =>
+      afterHandshake(inbox.connection).then(() => inbox.connection.subscribe(inbox.name)),
+    ).then(
       () => {
         inbox.subscribing = undefined;
         inbox.active = inbox.connection.status === 'ready';
@@ -339,6 +342,27 @@ export class ReleaseListener {
     if (previous) this.resubscribe(connection);
     return connection;
   }
+}
+
+/**
+ * Resolves once `connection` is past its handshake (status `connect`: connected, its AUTH, CLIENT
+ * and ready check out), at once when it is in none. ioredis 5 (from 5.8.2, redis/ioredis#2037)
+ * writes a SUBSCRIBE sent meanwhile at once: its ready check's INFO is then refused in subscriber
+ * mode, and it drops the connection, subscriptions and all, having answered that SUBSCRIBE.
+ * ioredis 6 holds the SUBSCRIBE back itself. Once closed instead, the SUBSCRIBE waits in the
+ * offline queue (or fails on a connection given up on), as any other.
+ */
+function afterHandshake(connection: Redis): Promise<void> {
+  if (connection.status !== 'connect') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      connection.off('ready', done);
+      connection.off('close', done);
+      resolve();
+    };
+    connection.on('ready', done);
+    connection.on('close', done);
+  });
 }
 
 /** An inbox message's head: the byte length of the lock's channel that follows it. */
