@@ -1,0 +1,272 @@
+import { randomUUID } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { readFileSync } from 'node:fs';
+import type { ExtendEvent, RenewEvent } from '@lock/core';
+import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createRedisson,
+  FairLockProtocol,
+  FencedLockProtocol,
+  ReadLockProtocol,
+  type Redisson,
+  type RLock,
+  RLockProtocol,
+  WriteLockProtocol,
+} from '../src/index.js';
+
+/**
+ * S27: the README's "Commands needed (ACL)" table, read from the README itself: lock kind (the
+ * getters of its row) → the commands an ACL user needs for it.
+ */
+function readmeCommands(): Map<string, string[]> {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const section = readme.split('\n## Commands needed (ACL)\n')[1]?.split('\n## ')[0] ?? '';
+  const rows = [...section.matchAll(/^\| (.+?) \| `([a-z| ]+)` \|$/gm)];
+  return new Map(rows.map(([, kinds, commands]) => [kinds!, commands!.split(' ')]));
+}
+
+/** The watchdog lease of the test's clients: renewed every 200 ms. */
+const LEASE = 600;
+/** The waiter polls this rarely: within a test, only the unlock message can wake it in time. */
+const SLOW_POLL = { base: 10_000, max: 10_000, jitter: 0 };
+const WOKEN_WITHIN = 1_000;
+/**
+ * A failure that says what broke: the step, then Redis's refusal (NOPERM for a command the client
+ * sends; Redis 7.0's "can't run this command" for one a script calls), or the waiter not woken
+ * or never got the lock (a fair waiter that gave up ahead of it was left in the queue: the
+ * engine's `abandon` fails silently).
+ */
+const REFUSED =
+  /^[\w -]+: (NOPERM|ERR The user executing the script can't run this command)|^waiter: (woken by the unlock message|got the lock after the unlock)/;
+
+/** Runs `step`, naming it in the error it fails with. */
+async function step<T>(name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * Resolves after `count` watchdog renewals of `key` that succeeded; rejects as soon as a renewal
+ * round fails (a refused renewal would be retried until the lease ran out).
+ */
+function renewals(count: number, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = 0;
+    const settle = (outcome: () => void) => {
+      unsubscribe('lock:extend', onExtend);
+      unsubscribe('lock:renew', onRenew);
+      outcome();
+    };
+    const onExtend = (message: unknown) => {
+      const event = message as ExtendEvent;
+      if (event.renewal && event.key === key && ++seen === count) settle(resolve);
+    };
+    const onRenew = (message: unknown) => {
+      if ((message as RenewEvent).failed)
+        settle(() => reject(new Error(`a renewal round failed after ${seen}`)));
+    };
+    subscribe('lock:extend', onExtend);
+    subscribe('lock:renew', onRenew);
+  });
+}
+
+/** One way to hold a name and one to wait for it (a reader waits for a writer, and the other way round). */
+interface Pair {
+  readonly holds: (redisson: Redisson, name: string) => RLock;
+  readonly waits: (redisson: Redisson, name: string) => RLock;
+  /** Where its waiters queue, when they do: the waiter that gives up must be ahead of the other. */
+  readonly queue?: (name: string) => string;
+  /** Grants whose replies came too late given back, as the engine does (called here directly). */
+  readonly lateGrants: (redis: Redis, name: string) => Promise<void>;
+}
+
+/**
+ * `protocol`'s undo of a late re-entry (one hold taken off, its latch out of the list) and of a
+ * late first hold (the lock freed, with the unlock message).
+ */
+function undoes(protocol: () => Pick<RLockProtocol, 'acquire' | 'undo'>) {
+  return async (redis: Redis, name: string) => {
+    const undo = protocol();
+    const owner = `${randomUUID()}:1`;
+    for (const attempt of ['first', 'late'])
+      expect((await undo.acquire(redis, name, owner, 10_000, { wait: 0, attempt })).acquired).toBe(true);
+    expect(await undo.undo(redis, name, owner, '10000', 'late')).toBe('held');
+    expect(await undo.undo(redis, name, owner, '10000', 'first')).toBe('released');
+  };
+}
+
+/**
+ * A fair grant given back late while another waiter is queued: the turn is kept for the owner
+ * (its marker ends in the server's TIME), and the same thread re-enters through an RLock handle
+ * meanwhile (the marker stays the list's last).
+ */
+async function keptTurn(redis: Redis, name: string): Promise<void> {
+  const fair = new FairLockProtocol();
+  const [owner, other] = [`${randomUUID()}:1`, `${randomUUID()}:1`];
+  const waiting = { wait: 5_000, queueLease: 2_000 };
+  expect((await fair.acquire(redis, name, owner, 10_000, { ...waiting, attempt: 'kept' })).acquired).toBe(
+    true,
+  );
+  expect((await fair.acquire(redis, name, other, 10_000, { ...waiting, attempt: 'queued' })).acquired).toBe(
+    false,
+  );
+  expect(await fair.undo(redis, name, owner, '10000', 'kept', waiting)).toBe('held');
+  expect(
+    (await new RLockProtocol().acquire(redis, name, owner, 10_000, { wait: 0, attempt: 'rlock' })).acquired,
+  ).toBe(true);
+  expect(await fair.forceUnlock(redis, name)).toBe(true);
+}
+
+/** Each row of the README's table, and the lock pairs its operations are run with. */
+const KINDS: Record<string, readonly Pair[]> = {
+  '`getLock`, `getFencedLock`': [
+    {
+      holds: (r, n) => r.getLock(n),
+      waits: (r, n) => r.getLock(n),
+      lateGrants: undoes(() => new RLockProtocol()),
+    },
+    {
+      holds: (r, n) => r.getFencedLock(n),
+      waits: (r, n) => r.getFencedLock(n),
+      lateGrants: undoes(() => new FencedLockProtocol()),
+    },
+  ],
+  '`getFairLock`': [
+    {
+      holds: (r, n) => r.getFairLock(n),
+      waits: (r, n) => r.getFairLock(n),
+      queue: (n) => `redisson_lock_queue:{${n}}`,
+      lateGrants: keptTurn,
+    },
+  ],
+  '`getReadWriteLock`': [
+    {
+      holds: (r, n) => r.getReadWriteLock(n).writeLock(),
+      waits: (r, n) => r.getReadWriteLock(n).readLock(),
+      lateGrants: undoes(() => new WriteLockProtocol()),
+    },
+    {
+      holds: (r, n) => r.getReadWriteLock(n).readLock(),
+      waits: (r, n) => r.getReadWriteLock(n).writeLock(),
+      lateGrants: undoes(() => new ReadLockProtocol()),
+    },
+  ],
+};
+
+/**
+ * Every operation of one pair, as the ACL user: lock (watchdog lease), re-entry, hold count,
+ * isLocked, remaining TTL, a second client's tryLock of each kind of the pair (a second reader
+ * gets in and leaves), renewals for longer than a lease, a partial and a last unlock; under a
+ * long lease, a waiter giving up ahead of another (the fair lock leaves its queue), and that
+ * other woken by the unlock message (it polls far too rarely to find the lock otherwise);
+ * forceUnlock; and grants whose replies came too late given back.
+ */
+async function exercise(server: RedisServer, pair: Pair, name: string): Promise<void> {
+  const admin = server.client();
+  const clients = [admin];
+  const user = () => {
+    const redis = server.client({ username: 'locker', password: 'pw' });
+    clients.push(redis);
+    return redis;
+  };
+  const a = createRedisson({ redis: user(), lockWatchdogTimeout: LEASE });
+  const b = createRedisson({ redis: user(), lockWatchdogTimeout: LEASE, retry: SLOW_POLL });
+  try {
+    const held = pair.holds(a, name);
+    await step('lock', () => held.lock({ threadId: 1 }));
+    await step('re-entry', () => held.lock({ threadId: 1 }));
+    expect(await step('getHoldCount', () => held.getHoldCount({ threadId: 1 }))).toBe(2);
+    expect(await step('isLocked', () => held.isLocked())).toBe(true);
+    expect(await step('remainTimeToLive', () => held.remainTimeToLive())).toBeGreaterThan(0);
+    expect(await step('refused tryLock', () => pair.waits(b, name).tryLock({ threadId: 1 }))).toBe(false);
+    const second = pair.holds(b, name);
+    if (await step('second holder', () => second.tryLock({ threadId: 1 })))
+      await step('second holder unlock', () => second.unlock({ threadId: 1 }));
+    await step('renewal', () => renewals(4, name));
+    await step('partial unlock', () => held.unlock({ threadId: 1 }));
+    await step('last unlock', () => held.unlock({ threadId: 1 }));
+
+    await step('lock with a lease', () => held.lock({ threadId: 1, lease: 10_000 }));
+    const givingUp = step('given-up wait', () => pair.waits(b, name).tryLock({ threadId: 3, wait: 300 }));
+    let settled = false;
+    givingUp.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const queue = pair.queue?.(name);
+    // Queued, or refused before it could queue (its error is the one to report).
+    if (queue) {
+      const queued = async () => settled || (await admin.llen(queue)) === 1;
+      await waitFor('the first waiter queued', queued, { timeout: 5_000 });
+    }
+    const waiting = step('waiter', () => pair.waits(b, name).tryLock({ threadId: 2, wait: 5_000 }));
+    waiting.catch(() => {});
+    expect(await givingUp).toBe(false);
+    await step('unlock', () => held.unlock({ threadId: 1 }));
+    const unlockedAt = performance.now();
+    expect(await waiting, 'waiter: got the lock after the unlock').toBe(true);
+    expect(performance.now() - unlockedAt, 'waiter: woken by the unlock message').toBeLessThanOrEqual(
+      WOKEN_WITHIN,
+    );
+    await step('waiter unlock', () => pair.waits(b, name).unlock({ threadId: 2 }));
+
+    await step('lock again', () => held.lock({ threadId: 1, lease: 10_000 }));
+    expect(await step('forceUnlock', () => held.forceUnlock())).toBe(true);
+
+    await step('late grants', () => pair.lateGrants(user(), name));
+  } finally {
+    await a.shutdown();
+    await b.shutdown();
+    for (const redis of clients) redis.disconnect();
+  }
+}
+
+describe('S27: an ACL user with exactly the README list of a lock kind', () => {
+  const table = readmeCommands();
+  let server: RedisServer;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = server.client();
+  });
+  afterAll(() => server.stop());
+
+  const grant = (commands: readonly string[]) =>
+    admin.call('ACL', 'SETUSER', 'locker', 'reset', 'on', '>pw', '~*', '&*', ...commands.map((c) => `+${c}`));
+
+  it('the README lists every lock kind', () => {
+    expect([...table.keys()]).toEqual(Object.keys(KINDS));
+  });
+
+  describe.each(Object.entries(KINDS))('%s', (kind, pairs) => {
+    const commands = table.get(kind) ?? [];
+
+    it('locks, waits, renews and unlocks with the list', async () => {
+      await grant(commands);
+      for (const [i, pair] of pairs.entries()) await exercise(server, pair, `acl:${i}`);
+    }, 30_000);
+
+    it.each(commands)(
+      'fails without %s',
+      async (command) => {
+        await grant(commands.filter((c) => c !== command));
+        const failures = await Promise.all(
+          pairs.map((pair, i) =>
+            exercise(server, pair, `acl-no-${command}:${i}`).then(
+              () => 'succeeded',
+              (error: Error) => error.message,
+            ),
+          ),
+        );
+        expect(failures).toContainEqual(expect.stringMatching(REFUSED));
+      },
+      30_000,
+    );
+  });
+});
