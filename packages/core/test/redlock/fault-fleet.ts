@@ -7,17 +7,34 @@ import type { FaultPlan } from './fault-worker.js';
 const register = fileURLToPath(new URL('../../../../tooling/register.mjs', import.meta.url));
 const workerScript = fileURLToPath(new URL('./fault-worker.ts', import.meta.url));
 
-/** A critical section as its contender reported it. */
+/** A critical section as its contender reported it (hrtime, ns). */
 export interface Section extends Interval {
+  readonly requested: bigint;
+  /**
+   * When the attempt that got the lock was sent: the grant was decided after it, however late
+   * the section started.
+   */
+  readonly sent: bigint;
   /** Whether the lock was still held, by the library's account, when the section ended. */
   readonly held: boolean;
+}
+
+/** A failed acquisition as its contender reported it (hrtime, ns). */
+export interface Failure {
+  readonly worker: number;
+  /** The error's name, e.g. `QuorumError`. */
+  readonly name: string;
+  readonly code: string | undefined;
+  /** When the acquire call was made. */
+  readonly requested: bigint;
+  /** When it failed. */
+  readonly at: bigint;
 }
 
 /** What the contenders reported once they all exited. */
 export interface FleetReport {
   readonly sections: Section[];
-  /** Error names of failed acquisitions, e.g. `QuorumError`. */
-  readonly errors: string[];
+  readonly errors: Failure[];
   /** Everything the contenders wrote on stderr. */
   readonly stderr: string;
 }
@@ -38,7 +55,7 @@ export interface Fleet {
 /** Starts one fault-worker.ts process per plan. */
 export function startFleet(plans: readonly FaultPlan[]): Fleet {
   const sections: Section[] = [];
-  const errors: string[] = [];
+  const errors: Failure[] = [];
   const watchers = new Set<() => void>();
   let stderr = '';
   const notify = () => {
@@ -65,17 +82,30 @@ export function startFleet(plans: readonly FaultPlan[]): Fleet {
       const parsed = JSON.parse(line) as {
         ready?: true;
         error?: string;
+        code?: string;
+        at: string;
         worker: number;
+        requested: string;
+        sent: string;
         start: string;
         end: string;
         fence: number;
         held: boolean;
       };
       if (parsed.ready) return markReady();
-      if (parsed.error !== undefined) errors.push(parsed.error);
+      if (parsed.error !== undefined)
+        errors.push({
+          worker: parsed.worker,
+          name: parsed.error,
+          code: parsed.code,
+          requested: BigInt(parsed.requested),
+          at: BigInt(parsed.at),
+        });
       else
         sections.push({
           worker: parsed.worker,
+          requested: BigInt(parsed.requested),
+          sent: BigInt(parsed.sent),
           start: BigInt(parsed.start),
           end: BigInt(parsed.end),
           fence: parsed.fence,

@@ -4,10 +4,12 @@
  * stdin, then takes the lock `iterations` times. Each critical section is real: it reads the
  * witness counter, works for `hold` ms, writes the counter back plus one. It prints one JSON
  * line per critical section as soon as it ends: its `process.hrtime` interval (CLOCK_MONOTONIC,
- * shared by every process of the host), the fence, and whether the lock was still held at the
- * end (a hold the library reported lost is not a belief of mutual exclusion). A failed
- * acquisition prints `{"error": …}` and the loop goes on. A plan may open the run with a
- * `Meeting`, which orders its first sections through marks on the witness server.
+ * shared by every process of the host), when the acquire call was made and when the attempt
+ * that got the lock was sent, the fence, and whether the lock was still held at the end (a
+ * hold the library reported lost is not a belief of mutual exclusion). A failed acquisition
+ * prints `{"error": …}` with when the call was made and when it failed, and the loop goes on
+ * (or ends, after `giveUpAfter` failures in a row). A plan may open the run with a `Meeting`,
+ * which orders its first sections through marks on the witness server.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -15,6 +17,7 @@ import { createEngine } from '../../src/engine/engine.js';
 import { backendOn } from '../../src/redlock/backend.js';
 import { createRedlock } from '../../src/redlock/create.js';
 import { resolveQuorumOptions } from '../../src/redlock/options.js';
+import { validityOf } from '../../src/redlock/quorum.js';
 import type { Locker } from '../../src/types.js';
 
 /** What one contender process is told. */
@@ -38,7 +41,14 @@ export interface FaultPlan {
   readonly hold: number;
   readonly ttl: number;
   readonly wait: number;
+  /** The wait of an acquisition made after a failed one, in ms. Default: `wait`. */
+  readonly waitAfterFailure?: number;
   readonly nodeTimeout: number;
+  /**
+   * Ends the run before `iterations` after this many failed acquisitions in a row. Default: never.
+   * Once the masters fail closed, every further iteration would only wait out `wait` again.
+   */
+  readonly giveUpAfter?: number;
   /** This contender's part in a meeting that starts the run, if any: see `Meeting`. */
   readonly meeting?: Meeting;
 }
@@ -60,9 +70,13 @@ const clients = plan.masters.map((url, index) =>
 for (const client of clients) client.on('error', () => {});
 const witness = new Redis(plan.witnessUrl);
 
+// The default, given explicitly: the worker derives from it when each grant's attempt was sent.
+const driftFactor = 0.01;
+
 function lockerOf(): Locker {
-  if (plan.quorum === undefined) return createRedlock({ clients, nodeTimeout: plan.nodeTimeout });
-  const context = resolveQuorumOptions({ clients, nodeTimeout: plan.nodeTimeout });
+  if (plan.quorum === undefined)
+    return createRedlock({ clients, nodeTimeout: plan.nodeTimeout, driftFactor });
+  const context = resolveQuorumOptions({ clients, nodeTimeout: plan.nodeTimeout, driftFactor });
   const backend = backendOn({ ...context, quorum: plan.quorum });
   return createEngine(backend, { commandTimeout: backend.callTimeout });
 }
@@ -82,6 +96,16 @@ const marks = {
   met: `${plan.key}:met`,
 };
 
+/**
+ * The hrtime at which the attempt that granted `validUntil` was sent. A RedLock grant is valid
+ * for exactly `validityOf(ttl)` from its attempt's start (RedLock hands no grant over on release),
+ * so this tells when the grant was decided, however late it was reported.
+ */
+function sentAtOf(validUntil: number): bigint {
+  const agoMs = performance.now() - (validUntil - validityOf(plan.ttl, driftFactor));
+  return process.hrtime.bigint() - BigInt(Math.round(agoMs * 1e6));
+}
+
 /** Resolves once `mark` is set; throws (the process then exits non-zero) if a partner never sets it. */
 async function untilMarked(mark: string): Promise<void> {
   const end = performance.now() + 10_000;
@@ -94,20 +118,28 @@ async function untilMarked(mark: string): Promise<void> {
 if (plan.meeting === 'guest') await untilMarked(marks.hostIn);
 if (plan.meeting === 'later') await untilMarked(marks.met);
 
-for (let i = 0; i < plan.iterations; i++) {
+let failures = 0;
+for (let i = 0; i < plan.iterations && failures !== plan.giveUpAfter; i++) {
   // Only the first iteration of the host and the guest is part of the meeting.
   const host = i === 0 && plan.meeting === 'host';
   const guest = i === 0 && plan.meeting === 'guest';
   let lock: Awaited<ReturnType<Locker['acquire']>>;
+  const requested = process.hrtime.bigint();
   try {
-    lock = await locker.acquire(plan.key, { ttl: plan.ttl, wait: guest ? 0 : plan.wait });
+    const wait = guest ? 0 : failures > 0 ? (plan.waitAfterFailure ?? plan.wait) : plan.wait;
+    lock = await locker.acquire(plan.key, { ttl: plan.ttl, wait });
   } catch (error) {
+    const at = process.hrtime.bigint();
+    failures += 1;
     if (guest) await witness.set(marks.guestTried, '1');
     const { name, code } = error as { name: string; code?: string };
-    process.stdout.write(`${JSON.stringify({ worker: plan.id, error: name, code })}\n`);
+    const line = { worker: plan.id, error: name, code, requested: String(requested), at: String(at) };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
     continue;
   }
   const start = process.hrtime.bigint();
+  const sent = sentAtOf(lock.validUntil);
+  failures = 0;
   if (guest) await witness.set(marks.guestTried, '1');
   if (host) {
     await witness.set(marks.hostIn, '1');
@@ -120,7 +152,15 @@ for (let i = 0; i < plan.iterations; i++) {
   const held = !lock.signal.aborted && lock.validUntil > performance.now();
   await lock.release().catch(() => {});
   if (host) await witness.set(marks.met, '1');
-  const line = { worker: plan.id, start: String(start), end: String(end), fence: lock.fence, held };
+  const line = {
+    worker: plan.id,
+    requested: String(requested),
+    sent: String(sent),
+    start: String(start),
+    end: String(end),
+    fence: lock.fence,
+    held,
+  };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
