@@ -1,3 +1,4 @@
+import { isPermissionError } from '../acl-refusal.js';
 import { detached } from '../engine/detached.js';
 import stampLua from '../fence-epoch.lua';
 import { keySlot } from '../hash-tag.js';
@@ -288,13 +289,5 @@ function warnNoPermission(counter: string): void {
   process.emitWarning(
     `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${counter}:epoch): fences may go backwards after a failover`,
     { code: 'ERR_LOCK_FENCE_EPOCH', type: 'LockWarning' },
-  );
-}
-
-/** Refused by an ACL: as a command (`NOPERM`), or inside the script (Redis answers `ERR` there). */
-function isPermissionError(error: unknown): boolean {
-  return (
-    error instanceof Error &&
-    (error.message.startsWith('NOPERM') || error.message.includes('user executing the script can'))
   );
 }

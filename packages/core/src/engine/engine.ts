@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import { warnIfLeaveRefused } from '../acl-refusal.js';
 import type { LockBackend, ReleaseWitness } from '../backend.js';
 import { unavailableOn } from '../backends/connection-errors.js';
 import { clockDrift } from '../clock-drift.js';
@@ -910,7 +911,7 @@ class Engine implements Locker {
       // the server, or resends an uncached script) it never sends once this is sent (see
       // `AttemptContext.wanted`); one sent is waited for here.
       const leaving = call.givenUp ? call.givenUp.then(send) : send();
-      cleanup.push(this.track(leaving.catch(() => {})));
+      cleanup.push(this.track(leaving.catch(warnIfLeaveRefused)));
     }
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
