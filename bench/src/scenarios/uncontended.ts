@@ -24,7 +24,7 @@ export interface LatencyResult {
  */
 const WARM_PAIRS = 3_000;
 const WARM_MS = 1_500;
-/** Kinds already warmed in this process: compiled code outlives the subject instances of one slice. */
+/** Kinds already warmed in this process: the RedLock scenario measures through this function again, with subjects of its own. */
 const warmed = new Set<string>();
 
 /** One client, sequential: acquire then release one key `iterations` times (after a warm-up); the pair times in ms. */

@@ -105,7 +105,11 @@ describe('key templates', () => {
       );
     }
     expect(() => renderKey(parseKeyTemplate('order:{params.id}'), { params: { id: Number.NaN } })).toThrow(
-      expect.objectContaining({ code: 'ERR_LOCK_HTTP_BAD_KEY', status: 500 }),
+      expect.objectContaining({
+        code: 'ERR_LOCK_HTTP_BAD_KEY',
+        status: 500,
+        message: '{params.id} must be a finite number for the lock key, and it is NaN',
+      }),
     );
   });
 
