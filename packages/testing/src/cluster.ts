@@ -17,8 +17,37 @@ export interface StartClusterOptions {
   nodeTimeout?: number;
   /** Options of every node's process (cluster directives are added). Default: none. */
   server?: RedisServerOptions;
-  /** Milliseconds to wait for the cluster to be formed and `cluster_state:ok` everywhere. Default: `30_000`. */
+  /**
+   * Milliseconds to wait for the cluster to be formed and `cluster_state:ok` everywhere, and for
+   * each step of `failover()`. Default: `30_000`.
+   */
   timeout?: number;
+}
+
+/** The shard `failover()` moves: the one whose master serves `key`'s slot, or `slot`, now. */
+export type ClusterShard = { key: string; slot?: never } | { slot: number; key?: never };
+
+/** Options of `RedisCluster.failover`. */
+export interface ClusterFailoverOptions {
+  /**
+   * The `CLUSTER FAILOVER` variant. Default: none, a coordinated failover: the master holds
+   * writes until the replica has caught up, so no write it acknowledged is lost; the master must
+   * answer. `'FORCE'`: no handshake with the master (one that is down or paused); the masters
+   * still vote. `'TAKEOVER'`: no vote either; the replica takes a new config epoch on its own.
+   */
+  mode?: 'FORCE' | 'TAKEOVER';
+  /** Milliseconds for each step: agreement on the shard, the promotion, the convergence. Default: the cluster's `timeout`. */
+  timeout?: number;
+}
+
+/** What `failover()` did. */
+export interface ClusterFailover {
+  /** The slot ranges of the shard, `[start, end]` in order: all moved together. */
+  slots: readonly (readonly [number, number])[];
+  /** The replica that is now the shard's master. */
+  promoted: RedisServer;
+  /** The shard's master before: now a replica of `promoted` (once running again, if it was down). */
+  demoted: RedisServer;
 }
 
 /** The slots one master was given at start. */
@@ -40,6 +69,15 @@ export interface RedisCluster {
   readonly startupNodes: readonly Address[];
   /** A new ioredis `Cluster` client; `stop()` disconnects it. */
   client(options?: ClusterOptions): Cluster;
+  /**
+   * Promotes a replica of the shard's current master with `CLUSTER FAILOVER` (the first
+   * replica, in `nodes` order, that is running and not paused). Resolves once the replica reports
+   * `role:master`, and every node that is running and not paused sees it as the master of all
+   * the shard's slots, sees the old master and the shard's other replicas following it, and
+   * those of them running and not paused report it as their master, link up. `masters`,
+   * `replicas` and `slotRanges` keep describing the cluster at start.
+   */
+  failover(shard: ClusterShard, options?: ClusterFailoverOptions): Promise<ClusterFailover>;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -76,7 +114,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
       master,
     }));
     await form(nodes, slotRanges, replicasPerMaster, timeout);
-    return new ClusterSetup(masters, nodes.slice(masterCount), nodes, slotRanges);
+    return new ClusterSetup(masters, nodes.slice(masterCount), nodes, slotRanges, timeout);
   } catch (error) {
     return stopAfter(error, nodes);
   }
@@ -124,7 +162,7 @@ async function form(
         const state = (await adminClient(node).call('CLUSTER', 'INFO')) as string;
         if (!state.includes('cluster_state:ok')) return false;
         const view = await clusterView(node);
-        const withSlots = view.filter((entry) => entry.role === 'master' && entry.slots);
+        const withSlots = view.filter((entry) => entry.role === 'master' && entry.slots.length > 0);
         const following = view.filter((entry) => entry.role === 'slave');
         if (withSlots.length !== slotRanges.length || following.length !== replicas.length) return false;
       }
@@ -135,29 +173,55 @@ async function form(
   );
 }
 
-interface ViewEntry {
+/** One line of a node's `CLUSTER NODES`. */
+interface NodeEntry {
+  id: string;
+  port: number;
   role: 'master' | 'slave' | 'other';
+  /** The id of the master it replicates, if it is a replica. */
+  masterId: string | undefined;
   /** Known, reachable and not in handshake or failure. */
   connected: boolean;
-  slots: boolean;
+  /** The slot ranges it serves, without slots being migrated or imported. */
+  slots: [number, number][];
 }
 
-/** One node's `CLUSTER NODES`, reduced to what readiness needs. */
-async function clusterView(node: RedisServer): Promise<ViewEntry[]> {
+/** One node's view of the cluster: its `CLUSTER NODES`. */
+async function clusterView(node: RedisServer): Promise<NodeEntry[]> {
   const text = (await adminClient(node).call('CLUSTER', 'NODES')) as string;
   return text
     .trim()
     .split('\n')
     .map((line) => {
-      const [, , flagText = '', , , , , link = '', ...slots] = line.split(' ');
+      const [id = '', address = '', flagText = '', master = '', , , , link = '', ...slots] = line.split(' ');
       const flags = flagText.split(',');
       const healthy = !flags.some((flag) => ['handshake', 'noaddr', 'fail', 'fail?'].includes(flag));
+      const at = address.indexOf('@');
       return {
+        id,
+        port: Number(address.slice(address.lastIndexOf(':', at) + 1, at)),
         role: flags.includes('master') ? 'master' : flags.includes('slave') ? 'slave' : 'other',
+        masterId: master === '-' ? undefined : master,
         connected: healthy && (flags.includes('myself') || link === 'connected'),
-        slots: slots.length > 0,
+        slots: slots
+          .filter((range) => !range.startsWith('['))
+          .map((range) => {
+            const [start, end = start] = range.split('-').map(Number) as [number, number?];
+            return [start, end];
+          }),
       };
     });
+}
+
+/** How long a replica pursues a manual failover before dropping it: `CLUSTER_MF_TIMEOUT` of Redis. */
+const manualFailoverTimeout = 5_000;
+
+/** The shard of one slot as every live node sees it. */
+interface ShardView {
+  slot: number;
+  master: RedisServer;
+  replicas: RedisServer[];
+  slots: [number, number][];
 }
 
 class ClusterSetup implements RedisCluster {
@@ -169,6 +233,7 @@ class ClusterSetup implements RedisCluster {
     readonly replicas: readonly RedisServer[],
     readonly nodes: readonly RedisServer[],
     readonly slotRanges: readonly SlotRange[],
+    private readonly timeout: number,
   ) {
     this.startupNodes = nodes.map(({ host, port }) => ({ host, port }));
   }
@@ -176,6 +241,50 @@ class ClusterSetup implements RedisCluster {
   client(options: ClusterOptions = {}): Cluster {
     const startupNodes = this.startupNodes.map((address) => ({ ...address }));
     return this.clients.add(new Cluster(startupNodes, options));
+  }
+
+  async failover(shard: ClusterShard, options: ClusterFailoverOptions = {}): Promise<ClusterFailover> {
+    const { mode, timeout = this.timeout } = options;
+    checkShard(shard);
+    if (mode !== undefined && mode !== 'FORCE' && mode !== 'TAKEOVER')
+      throw new RangeError(`mode must be 'FORCE' or 'TAKEOVER', got ${String(mode)}`);
+    checkInteger('timeout', timeout, 1);
+    let before: ShardView | undefined;
+    await waitFor(
+      `the running cluster nodes to agree on the master of ${describeShard(shard)}`,
+      async () => {
+        before = await this.shardView(shard.slot ?? (await this.keySlot(shard.key!)));
+        return true;
+      },
+      { timeout },
+    );
+    const { slot, master, replicas, slots } = before!;
+    const promoted = replicas.find(isLive);
+    if (!promoted)
+      throw new Error(`the master of slot ${slot} (port ${master.port}) has no running replica to promote`);
+    let requested = Number.NEGATIVE_INFINITY;
+    await waitFor(
+      `replica port ${promoted.port} to take slot ${slot} over from port ${master.port} (CLUSTER FAILOVER${mode ? ` ${mode}` : ''})`,
+      async () => {
+        if ((await info(adminClient(promoted), 'replication')).role === 'master') return true;
+        // A replica drops a manual failover it could not complete (the master did not answer, a
+        // vote was lost): asked again, it starts over. A replica already promoted refuses, so a
+        // request whose reply was lost cannot move the shard twice.
+        if (performance.now() - requested >= manualFailoverTimeout) {
+          await adminClient(promoted).call('CLUSTER', 'FAILOVER', ...(mode ? [mode] : []));
+          requested = performance.now();
+        }
+        return false;
+      },
+      { timeout, interval: 100 },
+    );
+    const followers = [master, ...replicas.filter((replica) => replica !== promoted)];
+    await waitFor(
+      `the cluster to converge on port ${promoted.port} as master of ${describeSlots(slots)}, followed by ports ${followers.map(({ port }) => port).join(', ')}`,
+      () => this.converged(promoted, followers, slots),
+      { timeout, interval: 100 },
+    );
+    return { slots, promoted, demoted: master };
   }
 
   async stop(): Promise<void> {
@@ -186,4 +295,116 @@ class ClusterSetup implements RedisCluster {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
+
+  private async keySlot(key: string): Promise<number> {
+    return (await adminClient(this.liveNodes()[0]!).call('CLUSTER', 'KEYSLOT', key)) as number;
+  }
+
+  /** The shard of `slot`; throws, naming them, while the live nodes disagree on its master. */
+  private async shardView(slot: number): Promise<ShardView> {
+    let agreed: (ShardView & { by: RedisServer }) | undefined;
+    for (const node of this.liveNodes()) {
+      const view = await clusterView(node);
+      const owner = view.find(
+        (entry) =>
+          entry.role === 'master' && entry.slots.some(([start, end]) => slot >= start && slot <= end),
+      );
+      if (!owner) throw new Error(`port ${node.port} knows no master of slot ${slot}`);
+      const master = this.serverAt(owner.port);
+      if (agreed && agreed.master !== master)
+        throw new Error(
+          `port ${node.port} names port ${master.port} as master of slot ${slot}, port ${agreed.by.port} names port ${agreed.master.port}`,
+        );
+      const replicaPorts = new Set(
+        view.filter((entry) => entry.masterId === owner.id && entry.connected).map(({ port }) => port),
+      );
+      agreed = {
+        by: node,
+        slot,
+        master,
+        // Every view must see the replica healthy: the vote and the handshake go through them all.
+        replicas: (agreed?.replicas ?? this.nodes).filter((server) => replicaPorts.has(server.port)),
+        slots: owner.slots,
+      };
+    }
+    return agreed!;
+  }
+
+  /** Resolves true once the failover is visible everywhere; otherwise throws what is not yet. */
+  private async converged(
+    promoted: RedisServer,
+    followers: RedisServer[],
+    slots: [number, number][],
+  ): Promise<boolean> {
+    const wanted = describeSlots(slots);
+    // A node that cannot answer can neither see nor announce the change; it learns it when back.
+    const live = followers.filter(isLive);
+    for (const node of this.liveNodes()) {
+      const view = await clusterView(node);
+      const master = view.find((entry) => entry.port === promoted.port);
+      if (master?.role !== 'master' || describeSlots(master.slots) !== wanted)
+        throw new Error(
+          `port ${node.port} sees port ${promoted.port} as ${master?.role ?? 'unknown'} of ${describeSlots(master?.slots ?? [])}`,
+        );
+      for (const follower of live) {
+        const entry = view.find(({ port }) => port === follower.port);
+        if (entry?.masterId !== master.id)
+          throw new Error(
+            `port ${node.port} does not see port ${follower.port} following port ${promoted.port}`,
+          );
+      }
+    }
+    for (const follower of live) {
+      const replication = await info(adminClient(follower), 'replication');
+      if (
+        replication.role !== 'slave' ||
+        replication.master_port !== String(promoted.port) ||
+        replication.master_link_status !== 'up'
+      )
+        throw new Error(
+          `port ${follower.port} reports role:${replication.role}, master_port:${replication.master_port}, master_link_status:${replication.master_link_status}`,
+        );
+    }
+    return true;
+  }
+
+  /** The nodes that can answer: tests kill and pause nodes on purpose. */
+  private liveNodes(): RedisServer[] {
+    const live = this.nodes.filter(isLive);
+    if (live.length === 0) throw new Error('no cluster node is running and not paused');
+    return live;
+  }
+
+  private serverAt(port: number): RedisServer {
+    const server = this.nodes.find((node) => node.port === port);
+    if (!server) throw new Error(`the cluster names port ${port}, a node this cluster did not start`);
+    return server;
+  }
+}
+
+function isLive(server: RedisServer): boolean {
+  return server.running && !server.paused;
+}
+
+/** Refuses a shard that is not exactly one of `{ key }` (a string) and `{ slot }` (0..16383). */
+function checkShard(shard: ClusterShard): void {
+  const { key, slot } = (shard ?? {}) as { key?: unknown; slot?: unknown };
+  if ((key === undefined) === (slot === undefined))
+    throw new RangeError(`failover() takes { key } or { slot }, got ${JSON.stringify(shard)}`);
+  if (key !== undefined && typeof key !== 'string')
+    throw new RangeError(`key must be a string, got ${String(key)}`);
+  if (
+    slot !== undefined &&
+    !(Number.isInteger(slot) && (slot as number) >= 0 && (slot as number) < slotCount)
+  )
+    throw new RangeError(`slot must be an integer in 0..${slotCount - 1}, got ${String(slot)}`);
+}
+
+function describeShard(shard: ClusterShard): string {
+  return shard.slot === undefined ? `the slot of key '${shard.key}'` : `slot ${shard.slot}`;
+}
+
+function describeSlots(slots: readonly (readonly [number, number])[]): string {
+  if (slots.length === 0) return 'no slots';
+  return `slots ${slots.map(([start, end]) => (start === end ? `${start}` : `${start}-${end}`)).join(',')}`;
 }

@@ -1,5 +1,13 @@
 export { RedisServerNotFoundError, redisServerBinary } from './binary.js';
-export { type RedisCluster, type SlotRange, type StartClusterOptions, startCluster } from './cluster.js';
+export {
+  type ClusterFailover,
+  type ClusterFailoverOptions,
+  type ClusterShard,
+  type RedisCluster,
+  type SlotRange,
+  type StartClusterOptions,
+  startCluster,
+} from './cluster.js';
 export {
   type AssertHistoryOptions,
   assertHistory,

@@ -1,27 +1,16 @@
-import { createLocker, keySlot, type LockLostError } from '@lock/core';
-import { type RedisCluster, startCluster, waitFor } from '@lock/testing';
+import { createLocker, type LockLostError } from '@lock/core';
+import { startCluster, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { countScripts } from '../support/waiter-queue.js';
 
 const EPOCH = 2 ** 32;
-
-/** Fails the shard of `key` over to its replica (coordinated: the replica catches up first). */
-async function failOver(cluster: RedisCluster, key: string): Promise<void> {
-  const slot = keySlot(key);
-  const index = cluster.slotRanges.findIndex((range) => slot >= range.start && slot <= range.end);
-  const admin = cluster.replicas[index]!.client();
-  await admin.call('CLUSTER', 'FAILOVER');
-  await waitFor('the replica to take over', async () =>
-    (await admin.info('replication')).includes('role:master'),
-  );
-}
 
 it('a cluster failover of the lock’s shard: the slot’s counter moves to the next epoch and its unconfirmed holds end (failover)', async () => {
   await using cluster = await startCluster({ masters: 3, replicasPerMaster: 1 });
   const locker = createLocker({ redis: cluster.client() });
   // One hash tag: every lock here shares a slot, so a fence counter and a shard.
   const held = await locker.acquire('{shard}:a', { ttl: 60_000 });
-  await failOver(cluster, 'lock:{shard}:a');
+  await cluster.failover({ key: 'lock:{shard}:a' });
   // The client notices through a slot refresh (a MOVED answer, a node change); the next
   // acquisition after it stamps the counter on the new master. Each probe is released at once.
   await waitFor(
@@ -45,7 +34,7 @@ it('a renewed hold learns of its shard’s failover from the slot refresh its re
   // and the client reads the slots again. The key was replicated, so the renewal itself succeeds.
   const locker = createLocker({ redis: cluster.client(), ttl: 3_000 });
   const held = await locker.acquire('{shard}:a');
-  await failOver(cluster, 'lock:{shard}:a');
+  await cluster.failover({ key: 'lock:{shard}:a' });
   await waitFor('the hold to end', async () => held.signal.aborted, { timeout: 10_000, interval: 50 });
   expect((held.signal.reason as LockLostError).reason).toBe('failover');
   await locker.close();
