@@ -1,6 +1,13 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type AcquireEvent, DEFAULT_COMMAND_TIMEOUT, DEFAULT_RETRY } from '@lock/core';
-import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from '@lock/testing';
+import {
+  pollingAttemptsBound,
+  type RedisServer,
+  startProxy,
+  startRedis,
+  type TcpProxy,
+  waitFor,
+} from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisson, type Redisson, type RLock } from '../src/index.js';
@@ -16,21 +23,6 @@ const HOLDER_LEASE = 60_000;
 const MARGIN = 1_000;
 const FOUND_WITHIN = DEFAULT_RETRY.max + 3 * DEFAULT_COMMAND_TIMEOUT + MARGIN;
 const WAITERS = 3;
-
-/**
- * The most attempts a waiter nothing wakes can send in `waited` ms: the first attempt, the one
- * right after subscribing, then one per backoff delay, each at least (1 - jitter) of its
- * ceiling. A busy loop (a waiter that retries at once when its subscription is gone) exceeds it.
- */
-function pollingBound(waited: number): number {
-  let attempts = 2;
-  let elapsed = 0;
-  for (let n = 0; elapsed <= waited; n++) {
-    elapsed += Math.min(DEFAULT_RETRY.max, DEFAULT_RETRY.base * 2 ** n) * (1 - DEFAULT_RETRY.jitter);
-    attempts += 1;
-  }
-  return attempts;
-}
 
 /** How many subscriptions the server counts on the channels matching `pattern`. */
 async function subscribers(admin: Redis, pattern: string): Promise<number> {
@@ -148,7 +140,7 @@ describe('S30: Redisson waiters whose unlock message is lost still acquire by po
         );
         expect(events).toHaveLength(WAITERS);
         const busy = events
-          .filter(({ waited, attempts }) => attempts > pollingBound(waited))
+          .filter(({ waited, attempts }) => attempts > pollingAttemptsBound(DEFAULT_RETRY, waited))
           .map(({ waited, attempts }) => ({ waited: Math.round(waited), attempts }));
         expect(busy).toEqual([]);
       } finally {

@@ -1,4 +1,5 @@
 import { NotOwnerError } from '@lock/core';
+import { seededRandom } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisson, type Redisson } from '../src/index.js';
@@ -11,18 +12,6 @@ const LEASE = 30_000;
 const MAX_DEPTH = 10;
 /** How often a step goes against the excursion's direction: a detour down on the climb, up on the descent. */
 const DETOUR = 0.25;
-
-/** mulberry32: a small seeded PRNG, so that a failing walk replays from its seed alone. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** The excursion peaks of one walk: every depth 1..10 once, in an order the seed picks. */
 function peaks(random: () => number): number[] {
@@ -82,7 +71,7 @@ describe('S3: re-entry random walk of one owner against two others', () => {
     "seed %i (%s): exact hold counts, T2 and T2' powerless, one message per final unlock",
     async (seed) => {
       messages = [];
-      const random = prng(seed);
+      const random = seededRandom(seed);
       const t1 = redisson.getLock(name);
       const others = [
         { who: 'T2', lock: redisson.getLock(name), threadId: 2, field: `${redisson.id}:2` },

@@ -33,6 +33,7 @@ export {
 } from './history/recorder.js';
 export { commandsInFlight } from './in-flight.js';
 export { type RedisMasters, startMasters } from './masters.js';
+export { type PollingBackoff, pollingAttemptsBound } from './polling-bound.js';
 export { freePort } from './ports.js';
 export { type ProxiedClient, type ProxiedClientOptions, proxiedClient } from './proxied.js';
 export {
@@ -43,6 +44,7 @@ export {
   type TcpProxy,
 } from './proxy.js';
 export { refusalHiding } from './refusal.js';
+export { seededRandom } from './seeded-random.js';
 export { type RedisSentinel, type StartSentinelOptions, startSentinel } from './sentinel.js';
 export { type Address, PortTakenError, RedisServer, type RedisServerOptions, startRedis } from './server.js';
 export {

@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker } from '@lock/core';
-import { startProxy, startRedis } from '@lock/testing';
+import { pollingAttemptsBound, startProxy, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { until, untilSubscribed } from '../support/waiter-queue.js';
@@ -11,21 +11,6 @@ const CHANNEL = '{lock:quiet}:released';
 const WAIT = 20_000;
 /** Generous: a waiter polls at most every retry.max; the alternative, the holder's expiry, is a minute away. */
 const FOUND_WITHIN = RETRY.max + 5_000;
-
-/**
- * The most attempts a waiter that is never woken can send in `waited` ms: the first attempt,
- * the one right after subscribing, then one per backoff delay, each at least (1 - jitter) of
- * its ceiling. Release messages each add at most one.
- */
-function pollingBound(waited: number, wakeUps: number): number {
-  let attempts = 2 + wakeUps;
-  let elapsed = 0;
-  for (let n = 0; elapsed <= waited; n++) {
-    elapsed += Math.min(RETRY.max, RETRY.base * 2 ** n) * (1 - RETRY.jitter);
-    attempts += 1;
-  }
-  return attempts;
-}
 
 it('S30: waiters whose subscriber connection was lost still get the lock by polling, without a busy loop', async () => {
   await using server = await startRedis();
@@ -68,7 +53,7 @@ it('S30: waiters whose subscriber connection was lost still get the lock by poll
     expect(acquisitions).toHaveLength(3);
     for (const { waited, attempts } of acquisitions) {
       // Each later waiter may be woken once per release before its turn.
-      expect(attempts).toBeLessThanOrEqual(pollingBound(waited, 2));
+      expect(attempts).toBeLessThanOrEqual(pollingAttemptsBound(RETRY, waited, 2));
     }
   } finally {
     unsubscribe('lock:acquire', onAcquire);

@@ -7,7 +7,14 @@ import {
   type LegacyUnit,
   legacyProtocol,
 } from '@lock/core';
-import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from '@lock/testing';
+import {
+  pollingAttemptsBound,
+  type RedisServer,
+  startProxy,
+  startRedis,
+  type TcpProxy,
+  waitFor,
+} from '@lock/testing';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkHistory, type Interval } from '../support/history.js';
@@ -28,21 +35,6 @@ const MARGIN = 1_000;
 const FOUND_WITHIN = DEFAULT_RETRY.max + 3 * DEFAULT_COMMAND_TIMEOUT + MARGIN;
 const WAITERS = 3;
 const HOLD = 50;
-
-/**
- * The most attempts a waiter nothing wakes can send in `waited` ms: the first attempt, the one
- * right after subscribing, then one per backoff delay, each at least (1 - jitter) of its
- * ceiling. A busy loop (a waiter that retries at once when its subscription is gone) exceeds it.
- */
-function pollingBound(waited: number): number {
-  let attempts = 2;
-  let elapsed = 0;
-  for (let n = 0; elapsed <= waited; n++) {
-    elapsed += Math.min(DEFAULT_RETRY.max, DEFAULT_RETRY.base * 2 ** n) * (1 - DEFAULT_RETRY.jitter);
-    attempts += 1;
-  }
-  return attempts;
-}
 
 async function subscribers(admin: Redis, channel: string): Promise<number> {
   return Number(((await admin.pubsub('NUMSUB', channel)) as [string, number])[1]);
@@ -137,7 +129,7 @@ describe('S30: legacy waiters whose release message is lost still acquire by pol
         ).toBeLessThanOrEqual(FOUND_WITHIN);
         expect(events).toHaveLength(WAITERS);
         const busy = events
-          .filter(({ waited, attempts }) => attempts > pollingBound(waited))
+          .filter(({ waited, attempts }) => attempts > pollingAttemptsBound(DEFAULT_RETRY, waited))
           .map(({ waited, attempts }) => ({ waited: Math.round(waited), attempts }));
         expect(busy).toEqual([]);
       } finally {

@@ -5,6 +5,7 @@
  * connection, so it races the PHP workers as another host would.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { seededRandom } from '@lock/testing';
 import { Lock } from '@lock/thinkphp';
 import { Redis } from 'ioredis';
 import type { WorkerArgs } from './fleet.js';
@@ -12,7 +13,7 @@ import type { WorkerArgs } from './fleet.js';
 const args = JSON.parse(process.argv[2]!) as WorkerArgs;
 const redis = new Redis({ port: args.port, lazyConnect: true });
 await redis.connect();
-const draw = random(args.seed);
+const draw = seededRandom(args.seed);
 const between = (min: number, max: number) => min + Math.floor(draw() * (max - min + 1));
 // Polls about as often as a PHP worker (three tries, then 10-30 ms), so both kinds race alike.
 const lock = new Lock(args.key, { redis, expire: args.expire, sleep: 0.02 });
@@ -44,15 +45,3 @@ while (process.hrtime.bigint() < until) {
   }
 }
 redis.disconnect();
-
-/** mulberry32: a small seeded PRNG, so a slot draws the same work times in every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
