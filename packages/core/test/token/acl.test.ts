@@ -7,21 +7,25 @@ import { expect, it } from 'vitest';
 const TOKEN_COMMANDS =
   'evalsha eval set incr hset pexpire hexists hget hincrby pttl get del hgetall publish subscribe unsubscribe ping time zadd zrange zrem hdel info wait';
 
+/** Makes the user `locker` (password `secret`) anew, limited to the lock keys and channels and to `commands`. */
+function grantLocker(admin: Redis, commands: string): Promise<unknown> {
+  return admin.call(
+    'ACL',
+    'SETUSER',
+    'locker',
+    'reset',
+    'on',
+    '>secret',
+    '~{lock:*',
+    '&{lock:*',
+    ...commands.split(' ').map((command) => `+${command}`),
+  );
+}
+
 it('runs as an ACL user limited to the lock keys, channels and the README’s command list; without INFO it fails and leaves no lock', async () => {
   await using server = await startRedis();
   const admin = server.client();
-  const grant = (commands: string) =>
-    admin.call(
-      'ACL',
-      'SETUSER',
-      'locker',
-      'reset',
-      'on',
-      '>secret',
-      '~{lock:*',
-      '&{lock:*',
-      ...commands.split(' ').map((command) => `+${command}`),
-    );
+  const grant = (commands: string) => grantLocker(admin, commands);
   await grant(TOKEN_COMMANDS);
   const redis = new Redis({ ...server.redisOptions, username: 'locker', password: 'secret' });
   redis.on('error', () => {});
@@ -48,19 +52,7 @@ it('warns once when the ACL refuses the script by which a waiter that gives up l
   await using server = await startRedis();
   const admin = server.client();
   // Without ZREM the lock is taken and waited for as usual; only leaving the queue is refused.
-  await admin.call(
-    'ACL',
-    'SETUSER',
-    'locker',
-    'reset',
-    'on',
-    '>secret',
-    '~{lock:*',
-    '&{lock:*',
-    ...TOKEN_COMMANDS.replace(' zrem', '')
-      .split(' ')
-      .map((command) => `+${command}`),
-  );
+  await grantLocker(admin, TOKEN_COMMANDS.replace(' zrem', ''));
   const redis = new Redis({ ...server.redisOptions, username: 'locker', password: 'secret' });
   redis.on('error', () => {});
   const locker = createLocker({ redis });

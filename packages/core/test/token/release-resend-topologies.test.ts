@@ -45,6 +45,26 @@ async function usingWithCut(locker: Locker, key: string, cut: () => void) {
 }
 
 /** A key deleted under the section by another client, with no connection closed: a true loss. */
+/**
+ * Resets `proxy`'s connection once the release has run, before its reply: `using()` must resolve
+ * on the copy ioredis resends, which finds the key the first copy deleted gone; then a true loss
+ * on the same locker must still reject.
+ */
+async function expectResentCopyResolved(
+  locker: Locker,
+  admin: Redis | Cluster,
+  key: string,
+  proxy: TcpProxy,
+) {
+  const { handle, outcome } = await usingWithCut(locker, key, () => proxy.resetAfter(0, 'downstream', 1));
+  expect(outcome).toBe('done');
+  expect(proxy.resets).toBe(1);
+  // The answer using() had: the copy's.
+  expect(await handle.release()).toBe('not-owner');
+  expect(await admin.exists(lockKey(key))).toBe(0);
+  await expectTrueLoss(locker, admin);
+}
+
 async function expectTrueLoss(locker: Locker, admin: Redis | Cluster) {
   const taken = await locker
     .using('{taken}', { ttl }, async () => {
@@ -79,13 +99,7 @@ describe.each(['token', 'legacy'] as const)('%s protocol', (protocol) => {
       await locker.using(key, () => {});
       // The release runs on the node, its reply is lost with the node's connection, and the
       // cluster sends it again ("Connection is closed.") once it refreshed its slots.
-      const { handle, outcome } = await usingWithCut(locker, key, () => proxy.resetAfter(0, 'downstream', 1));
-      expect(outcome).toBe('done');
-      expect(proxy.resets).toBe(1);
-      // The answer using() had: the copy's, which found the key the first copy deleted gone.
-      expect(await handle.release()).toBe('not-owner');
-      expect(await admin.exists(lockKey(key))).toBe(0);
-      await expectTrueLoss(locker, admin);
+      await expectResentCopyResolved(locker, admin, key, proxy);
       await locker.close();
     } finally {
       await Promise.all(proxies.map((proxy) => proxy.stop()));
@@ -104,12 +118,7 @@ describe.each(['token', 'legacy'] as const)('%s protocol', (protocol) => {
     await locker.using(key, () => {});
     // The reply is lost with the connection; the client asks the sentinels again, is sent to the
     // same master, and resends the release there.
-    const { handle, outcome } = await usingWithCut(locker, key, () => proxy.resetAfter(0, 'downstream', 1));
-    expect(outcome).toBe('done');
-    expect(proxy.resets).toBe(1);
-    expect(await handle.release()).toBe('not-owner');
-    expect(await admin.exists(lockKey(key))).toBe(0);
-    await expectTrueLoss(locker, admin);
+    await expectResentCopyResolved(locker, admin, key, proxy);
     await locker.close();
   }, 120_000);
 
