@@ -1,8 +1,13 @@
-/** Refused by an ACL: as a command (`NOPERM`), or inside a script (Redis 7.0 answers `ERR` there). */
+/**
+ * Refused by an ACL: as a command (`NOPERM`), or inside a script, where Redis 7.0 answers `ERR The
+ * user executing the script can't run this command` and 7.2 on `ERR ACL failure in script`.
+ */
 export function isPermissionError(error: unknown): boolean {
   return (
     error instanceof Error &&
-    (error.message.startsWith('NOPERM') || error.message.includes('user executing the script can'))
+    (error.message.startsWith('NOPERM') ||
+      error.message.includes('user executing the script can') ||
+      error.message.startsWith('ERR ACL failure in script'))
   );
 }
 

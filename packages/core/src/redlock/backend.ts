@@ -1,3 +1,4 @@
+import { isPermissionError } from '../acl-refusal.js';
 import type { LockBackend } from '../backend.js';
 import { acquireOnQuorum } from './acquire.js';
 import { releaseLeftovers } from './cleanup.js';
@@ -74,9 +75,13 @@ export function backendOn(resolved: QuorumContext): QuorumBackend {
     async abandon(resource, owner, attempt) {
       if (!protocol.abandon) return;
       // Every master may have enqueued the owner; one that does not answer drops it by its own lease.
-      await fanOut(context.clients, context.nodeTimeout, async (redis) =>
+      const outcomes = await fanOut(context.clients, context.nodeTimeout, async (redis) =>
         protocol.abandon?.(redis, resource, owner, attempt),
       );
+      // A master's ACL refusing it is the engine's to tell (once, as a warning); outages are not.
+      for (const outcome of outcomes) {
+        if (outcome.kind === 'failed' && isPermissionError(outcome.error)) throw outcome.error;
+      }
     },
 
     release(resource, owner, token, _handedOn, id, witness) {

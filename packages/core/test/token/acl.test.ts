@@ -1,26 +1,9 @@
-import { AcquireTimeoutError, createLocker } from '@lock/core';
+import { createLocker } from '@lock/core';
 import { startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
-
-/** The token protocol's commands as the README lists them for an ACL user. */
-const TOKEN_COMMANDS =
-  'evalsha eval set incr hset pexpire hexists hget hincrby pttl get del hgetall publish subscribe unsubscribe ping time zadd zrange zrem hdel info wait';
-
-/** Makes the user `locker` (password `secret`) anew, limited to the lock keys and channels and to `commands`. */
-function grantLocker(admin: Redis, commands: string): Promise<unknown> {
-  return admin.call(
-    'ACL',
-    'SETUSER',
-    'locker',
-    'reset',
-    'on',
-    '>secret',
-    '~{lock:*',
-    '&{lock:*',
-    ...commands.split(' ').map((command) => `+${command}`),
-  );
-}
+import { grantLocker, TOKEN_COMMANDS } from '../support/acl-user.js';
+import { leaveRefusedWarnings } from '../support/leave-refused.js';
 
 it('runs as an ACL user limited to the lock keys, channels and the README’s command list; without INFO it fails and leaves no lock', async () => {
   await using server = await startRedis();
@@ -56,32 +39,13 @@ it('warns once when the ACL refuses the script by which a waiter that gives up l
   const redis = new Redis({ ...server.redisOptions, username: 'locker', password: 'secret' });
   redis.on('error', () => {});
   const locker = createLocker({ redis });
-  const warnings: Error[] = [];
-  const warned = new Promise<void>((resolve) => {
-    const listener = (warning: Error) => {
-      if ((warning as NodeJS.ErrnoException).code !== 'ERR_LOCK_LEAVE_REFUSED') return;
-      warnings.push(warning);
-      resolve();
-    };
-    process.on('warning', listener);
-  });
   const lock = await locker.acquire('order:1', { ttl: 5_000 });
-  for (const key of ['order:1', 'order:1']) {
-    const error = await locker.acquire(key, { wait: 300 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(AcquireTimeoutError);
-  }
-  await Promise.race([
-    warned,
-    new Promise((_, reject) =>
-      setTimeout(() => reject(new Error('no ERR_LOCK_LEAVE_REFUSED warning')), 5_000),
-    ),
-  ]);
+  const warnings = await leaveRefusedWarnings(locker, 'order:1');
+  // Once per process, however many give-ups.
+  expect(warnings).toHaveLength(1);
   expect(warnings[0]?.message).toMatch(
     /may not run the script by which a waiter that gives up leaves the queue/,
   );
-  // Once per process: the second give-up said nothing more.
-  await new Promise((resolve) => setImmediate(resolve));
-  expect(warnings).toHaveLength(1);
   // Its release would hand the lock to a registration still in the queue, which needs ZREM too.
   await admin.del('{lock:order:1}');
   expect(await lock.release()).toBe('not-owner');
