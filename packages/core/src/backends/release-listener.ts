@@ -354,16 +354,26 @@ export class ReleaseListener {
  */
 function afterHandshake(connection: Redis): Promise<void> {
   if (connection.status !== 'connect') return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      connection.off('ready', done);
-      connection.off('close', done);
-      resolve();
-    };
-    connection.on('ready', done);
-    connection.on('close', done);
-  });
+  // One wait per handshake, however many subscriptions a burst of waiters sends meanwhile.
+  let waiting = handshakes.get(connection);
+  if (!waiting) {
+    waiting = new Promise((resolve) => {
+      const done = () => {
+        connection.off('ready', done);
+        connection.off('close', done);
+        handshakes.delete(connection);
+        resolve();
+      };
+      connection.on('ready', done);
+      connection.on('close', done);
+    });
+    handshakes.set(connection, waiting);
+  }
+  return waiting;
 }
+
+/** The handshake a subscriber connection is in, waited for by every subscription sent meanwhile. */
+const handshakes = new WeakMap<Redis, Promise<void>>();
 
 /** An inbox message's head: the byte length of the lock's channel that follows it. */
 const FRAME = /^(\d{1,9}):/;

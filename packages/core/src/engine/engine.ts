@@ -893,8 +893,9 @@ class Engine implements Locker {
     const cleanup: Promise<unknown>[] = [];
     for (const undo of call.lateUndos ?? []) cleanup.push(this.background(undo()));
     const { abandon } = this.backend;
-    // Only a queued call (one that may wait, and listens) may be in the server's queue.
-    if (attempted && queueLease > 0 && abandon) {
+    // Any call that may wait: a format may queue it by its wait alone (Redisson's fair lock), also
+    // when this engine polls and sent no queue lease.
+    if (attempted && request.wait > 0 && abandon) {
       const send = () => {
         call.leaving = true;
         return withDeadline(
