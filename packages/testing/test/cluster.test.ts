@@ -2,6 +2,7 @@ import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminClient } from '../src/admin.js';
 import { type RedisCluster, startCluster } from '../src/index.js';
+import { waitFor } from '../src/wait.js';
 import { alive, pidsOf } from './proc.js';
 
 let cluster: RedisCluster;
@@ -83,10 +84,34 @@ describe('RedisCluster.failover', () => {
   let failing: RedisCluster;
 
   beforeAll(async () => {
-    failing = await startCluster({ masters: 3, replicasPerMaster: 1 });
+    // A node timeout far beyond any test: a paused master is never failed over by the cluster
+    // itself, so only the failover a test asks for can move a shard.
+    failing = await startCluster({ masters: 3, replicasPerMaster: 1, nodeTimeout: 30_000 });
   });
 
   afterAll(() => failing.stop());
+
+  /**
+   * Resolves once every node reports cluster_state:ok, sees every bus link connected and no node
+   * failing, and every replica's link is up: a test that paused a node leaves a settled cluster.
+   */
+  async function settled(): Promise<void> {
+    await waitFor('every node of the failover cluster to settle', async () => {
+      for (const node of failing.nodes) {
+        const admin = adminClient(node);
+        if (!((await admin.call('CLUSTER', 'INFO')) as string).includes('cluster_state:ok')) return false;
+        const lines = ((await admin.call('CLUSTER', 'NODES')) as string).trim().split('\n');
+        for (const line of lines) {
+          const [, , flags = '', , , , , link = ''] = line.split(' ');
+          if (/handshake|noaddr|fail/.test(flags) || link !== 'connected') return false;
+        }
+        const replication = await admin.info('replication');
+        if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+          return false;
+      }
+      return true;
+    });
+  }
 
   /** Every node's CLUSTER SLOTS: the port of the master it routes `slot` to. */
   async function routedPorts(slot: number): Promise<number[]> {
@@ -161,7 +186,7 @@ describe('RedisCluster.failover', () => {
     const master = failing.masters[0]!;
     master.pause();
     try {
-      const moved = await failing.failover({ slot: 0 }, { mode: 'FORCE' });
+      const moved = await failing.failover({ slot: 0 }, { mode: 'FORCE', timeout: 10_000 });
       expect(moved.promoted).toBe(failing.replicas[0]);
       expect(await moved.promoted.client().info('replication')).toContain('role:master');
       const running = failing.nodes.filter((node) => node !== master);
@@ -178,11 +203,13 @@ describe('RedisCluster.failover', () => {
       expect(ports).toEqual(running.map(() => moved.promoted.port));
     } finally {
       master.resume();
+      await settled();
     }
   });
 
   it('rejects naming the step that did not converge: a coordinated failover of a paused master', async () => {
     const master = failing.masters[1]!;
+    const masterId = (await adminClient(master).call('CLUSTER', 'MYID')) as string;
     master.pause();
     try {
       await expect(
@@ -191,7 +218,13 @@ describe('RedisCluster.failover', () => {
         `timed out after 2000 ms waiting for replica port ${failing.replicas[1]!.port} to take slot 5461 over from port ${master.port} (CLUSTER FAILOVER)`,
       );
     } finally {
+      // Redis has no CLUSTER FAILOVER ABORT, but re-attaching a replica to its master drops its
+      // pending manual failover: resumed, the master cannot complete it after the test.
+      await adminClient(failing.replicas[1]!).call('CLUSTER', 'REPLICATE', masterId);
       master.resume();
+      await settled();
     }
+    expect(await failing.replicas[1]!.client().info('replication')).toContain(`master_port:${master.port}`);
+    expect(await routedPorts(failing.slotRanges[1]!.start)).toEqual(failing.nodes.map(() => master.port));
   });
 });
