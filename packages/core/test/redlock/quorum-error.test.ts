@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuorumError } from '../../src/errors.js';
 import { backendOver, freshKey, type Nodes, ownersOn, protocol, startNodes } from './support.js';
@@ -21,6 +22,37 @@ async function withPaused<T>(indexes: number[], fn: () => Promise<T>): Promise<T
     for (const server of servers) server.resume();
     await Promise.all(indexes.map((index) => nodes.clients[index]!.ping()));
   }
+}
+
+/**
+ * Blocks this process's event loop for at least `minMs`, and until `key` exists on every server
+ * on `ports` (asked over raw RESP by a child process run synchronously, up to 10 s): a stall
+ * that ends with every answer already sent, however slowly a loaded host runs the servers.
+ */
+function blockUntilKeyOnEvery(ports: readonly number[], key: string, minMs: number): void {
+  const child = `
+    const net = require('node:net');
+    const [ports, key, until] = JSON.parse(process.argv[1]);
+    const exists = (port) => new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.on('error', () => resolve(false));
+      socket.once('data', (data) => { socket.destroy(); resolve(data.toString().startsWith(':1')); });
+      socket.write(['*2', '$6', 'EXISTS', '$' + Buffer.byteLength(key), key, ''].join(String.fromCharCode(13, 10)));
+    });
+    (async () => {
+      while (Date.now() < until || !(await Promise.all(ports.map(exists))).every(Boolean)) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+  `;
+  const result = spawnSync(
+    process.execPath,
+    ['-e', child, JSON.stringify([ports, key, Date.now() + minMs])],
+    {
+      timeout: 10_000,
+    },
+  );
+  if (result.status !== 0) throw new Error(`the stall's child failed: ${result.stderr}`);
 }
 
 const caught = (promise: Promise<unknown>) =>
@@ -71,12 +103,15 @@ describe('RedLock QuorumError', () => {
     const resource = freshKey('quorum-stall');
     const warm = await backend.acquire(resource, 'me', 5_000);
     if (warm.acquired) await backend.release(resource, 'me', warm.token);
-    // The commands are written before acquire() returns; then the event loop is blocked past the timeout.
+    // The commands are written before acquire() returns; then the event loop is blocked past the
+    // timeout, until every master has run its script (and so written its answer): when the loop
+    // resumes, the answers are waiting and the timers are already due.
     const pending = backend.acquire(resource, 'me', 5_000);
-    const blockedUntil = performance.now() + 150;
-    while (performance.now() < blockedUntil) {
-      // busy: the answers arrive meanwhile, and the timers are already due when the loop resumes
-    }
+    blockUntilKeyOnEvery(
+      nodes.masters.servers.map((server) => server.port),
+      `{${resource}}`,
+      150,
+    );
     expect(await pending).toMatchObject({ acquired: true });
   });
 
