@@ -20,16 +20,23 @@ export async function registrations(redis: Redis, key: string): Promise<Record<s
 
 /**
  * Counts the scripts `redis` sends from now on (each lock attempt and release is one `EVALSHA`):
- * a test can tell when a waiter has sent an attempt, or that it sent none.
+ * a test can tell when a waiter has sent an attempt, or that it sent none; `answered()` counts
+ * those answered (or failed), so a test can tell a waiter with no attempt in flight.
  */
-export function countScripts(redis: Redis): () => number {
+export function countScripts(redis: Redis): (() => number) & { answered(): number } {
   let sent = 0;
+  let answered = 0;
   const evalsha = redis.evalsha.bind(redis);
   redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
     sent += 1;
-    return evalsha(...args);
+    const reply = evalsha(...args);
+    const settled = () => {
+      answered += 1;
+    };
+    reply.then(settled, settled);
+    return reply;
   }) as typeof evalsha;
-  return () => sent;
+  return Object.assign(() => sent, { answered: () => answered });
 }
 
 /** Polls `check` every 5 ms until it holds, failing after 10 s with `what`. */

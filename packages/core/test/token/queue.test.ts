@@ -150,6 +150,12 @@ describe('the token protocol’s waiter queue', () => {
       .catch((e: unknown) => e);
     await untilQueued(redis, 'in-flight', 1);
     await untilSubscribed(admin, '{lock:in-flight}:released', 1);
+    // Asleep: its first attempt and the one it sends once subscribed both answered, so that the
+    // message below, not an attempt already on the wire, is what makes it try again.
+    await until(
+      async () => attempts() >= 2 && attempts.answered() === attempts(),
+      'the waiter to fall asleep',
+    );
     // A bare release message wakes the waiter; its attempt then waits out the write pause.
     const [[, woke]] = (await admin
       .pipeline()
