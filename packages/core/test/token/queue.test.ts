@@ -156,6 +156,8 @@ describe('the token protocol’s waiter queue', () => {
       async () => attempts() >= 2 && attempts.answered() === attempts(),
       'the waiter to fall asleep',
     );
+    // Read before the message: the woken waiter's attempt may be sent before the pipeline's reply is read.
+    const asleepAfter = attempts();
     // A bare release message wakes the waiter; its attempt then waits out the write pause.
     const [[, woke]] = (await admin
       .pipeline()
@@ -163,7 +165,6 @@ describe('the token protocol’s waiter queue', () => {
       .client('PAUSE', 2_000, 'WRITE')
       .exec()) as [[unknown, number]];
     expect(woke).toBe(1);
-    const asleepAfter = attempts();
     await until(async () => attempts() > asleepAfter, 'the woken waiter to send an attempt');
     controller.abort();
     expect((await waiting) as Error).toHaveProperty('name', 'AbortError');
