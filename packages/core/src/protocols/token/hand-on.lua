@@ -23,10 +23,12 @@
 ]]
 local function handOn(keys, publish, channel)
   local lock, queue, registrations = keys[1], keys[4], keys[5]
-  local waiting = redis.call('zrange', queue, 0, 9)
-  if #waiting == 0 then
+  -- The common case, nobody queued, asked the cheapest way (an empty sorted set does not exist):
+  -- a ZRANGE's empty reply costs the server a few percent of an uncontended acquire+release more.
+  if redis.call('pttl', queue) == -2 then
     return nil
   end
+  local waiting = redis.call('zrange', queue, 0, 9)
   local message, inbox = 'released', nil
   local time = redis.call('time')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

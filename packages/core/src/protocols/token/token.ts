@@ -239,9 +239,11 @@ async function runRelease(
   handedOn?: (grant: HandedGrant) => void,
 ): Promise<ReleaseReply> {
   const keys = keysOf(resource);
+  // Known once the client's mode is: awaiting the plain string would cost every release a hop.
+  const publish = publishCommand(redis);
   const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
     owner,
-    await publishCommand(redis),
+    typeof publish === 'string' ? publish : await publish,
     keys.channel,
     id,
     attempt,
