@@ -1,6 +1,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type AcquireEvent, DEFAULT_COMMAND_TIMEOUT, DEFAULT_RETRY } from '@lock/core';
 import {
+  lostMessageBound,
   pollingAttemptsBound,
   type RedisServer,
   startProxy,
@@ -15,13 +16,7 @@ import { createRedisson, type Redisson, type RLock } from '../src/index.js';
 /** The waiters' wait: far past the bound below, far short of the holder's lease. */
 const WAIT = 20_000;
 const HOLDER_LEASE = 60_000;
-/**
- * The README's bound (Options): a waiting call goes at most the longest backoff (`retry.max`) plus
- * two `commandTimeout`s between two attempts; the attempt that finds the lock free then takes at
- * most one more `commandTimeout` to answer. The margin is for a loaded 2-core host.
- */
-const MARGIN = 1_000;
-const FOUND_WITHIN = DEFAULT_RETRY.max + 3 * DEFAULT_COMMAND_TIMEOUT + MARGIN;
+const FOUND_WITHIN = lostMessageBound(DEFAULT_RETRY.max, DEFAULT_COMMAND_TIMEOUT);
 const WAITERS = 3;
 
 /** How many subscriptions the server counts on the channels matching `pattern`. */

@@ -33,7 +33,7 @@ export {
 } from './history/recorder.js';
 export { commandsInFlight } from './in-flight.js';
 export { type RedisMasters, startMasters } from './masters.js';
-export { type PollingBackoff, pollingAttemptsBound } from './polling-bound.js';
+export { lostMessageBound, type PollingBackoff, pollingAttemptsBound } from './polling-bound.js';
 export { freePort } from './ports.js';
 export { type ProxiedClient, type ProxiedClientOptions, proxiedClient } from './proxied.js';
 export {

@@ -23,3 +23,14 @@ export function pollingAttemptsBound(retry: PollingBackoff, waited: number, wake
   }
   return attempts;
 }
+
+/**
+ * How long after a release a waiter whose release message was lost may take to acquire, as
+ * `@lock/core`'s README bounds it (Options, `retry.max`; "When Redis is down"): at most the
+ * longest backoff plus two `commandTimeout`s (an attempt, a subscription made again) between two
+ * attempts, then one more `commandTimeout` for the attempt that finds the lock free. `margin`
+ * (default 1 s) is for a loaded 2-core host.
+ */
+export function lostMessageBound(retryMax: number, commandTimeout: number, margin = 1_000): number {
+  return retryMax + 3 * commandTimeout + margin;
+}

@@ -1,4 +1,4 @@
-import { pollingAttemptsBound, seededRandom } from '@lock/testing';
+import { lostMessageBound, pollingAttemptsBound, seededRandom } from '@lock/testing';
 import { expect, it } from 'vitest';
 
 it('seededRandom replays the same numbers in [0, 1) from the same seed, and others from another', () => {
@@ -20,4 +20,9 @@ it('pollingAttemptsBound counts the first two attempts, one per shortest backoff
   expect(pollingAttemptsBound(retry, 150)).toBe(5);
   expect(pollingAttemptsBound(retry, 1_000)).toBe(pollingAttemptsBound(retry, 1_000, 0));
   expect(pollingAttemptsBound(retry, 1_000, 3)).toBe(pollingAttemptsBound(retry, 1_000) + 3);
+});
+
+it('lostMessageBound is the longest backoff, three commandTimeouts and the margin', () => {
+  expect(lostMessageBound(1_000, 500)).toBe(3_500);
+  expect(lostMessageBound(400, 200, 0)).toBe(1_000);
 });

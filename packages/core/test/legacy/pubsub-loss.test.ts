@@ -8,6 +8,7 @@ import {
   legacyProtocol,
 } from '@lock/core';
 import {
+  lostMessageBound,
   pollingAttemptsBound,
   type RedisServer,
   startProxy,
@@ -23,16 +24,11 @@ import { checkHistory, type Interval } from '../support/history.js';
 const WAIT = 20_000;
 const HOLDER_LEASE = 60_000;
 /**
- * The README's bound (Options, `retry.max`: it "bounds how long a lost release message can delay a
- * waiter"; "When Redis is down": every round trip within `commandTimeout`): a waiting call goes at
- * most the longest backoff plus two `commandTimeout`s (an attempt, a subscription made again)
- * between two attempts, and the attempt that finds the lock free takes at most one more to answer.
- * Nothing legacy-specific adds to it: a key with a TTL is never taken over whatever its timestamp
- * says, so the freed key is found at the next attempt in either unit, and the holder's remaining
- * TTL only ever shortens a sleep. The margin is for a loaded 2-core host.
+ * `lostMessageBound` (the README's bound). Nothing legacy-specific adds to it: a key with a TTL is
+ * never taken over whatever its timestamp says, so the freed key is found at the next attempt in
+ * either unit, and the holder's remaining TTL only ever shortens a sleep.
  */
-const MARGIN = 1_000;
-const FOUND_WITHIN = DEFAULT_RETRY.max + 3 * DEFAULT_COMMAND_TIMEOUT + MARGIN;
+const FOUND_WITHIN = lostMessageBound(DEFAULT_RETRY.max, DEFAULT_COMMAND_TIMEOUT);
 const WAITERS = 3;
 const HOLD = 50;
 
