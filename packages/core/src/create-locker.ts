@@ -1,12 +1,13 @@
 import { checkEvictionOption, type EvictionCheck } from './backends/eviction.js';
 import { singleBackend } from './backends/single.js';
+import type { ClockSkewOptions } from './clock-skew.js';
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from './engine/engine.js';
 import { refuseUnknown } from './engine/options.js';
 import { InvalidOptionError } from './errors.js';
 import type { LockProtocol, RedisClient } from './protocol.js';
 import { legacyProtocol } from './protocols/legacy/legacy.js';
 import { tokenProtocol } from './protocols/token/token.js';
-import { checkLockerPubSub, forcePubSub, type LockerPubSubOption } from './pub-sub-mode.js';
+import { checkPubSub, forcePubSub, LOCKER_PUB_SUB, type LockerPubSubOption } from './pub-sub-mode.js';
 import type { Locker, ReplicationOptions } from './types.js';
 
 /** Options of `createLocker`. */
@@ -30,6 +31,13 @@ export interface LockerOptions extends EngineOptions {
    */
   readonly eviction?: EvictionCheck;
   /**
+   * The check of each master's clock against this process's, before the first acquisition on it
+   * and after each reconnect or failover: `margin` in ms, `action` `'warn'` (once per server) or
+   * `'refuse'` (`ClockSkewError`, nothing written). Only formats with a fence counter (`token`,
+   * `legacy`) are checked. Default: `{ margin: 1000, action: 'warn' }`.
+   */
+  readonly clockSkew?: ClockSkewOptions;
+  /**
    * On a cluster, how releases are published and waited for: `'auto'` (sharded pub/sub when the
    * servers answer `PUBSUB SHARDNUMSUB`, as Redisson's default `AUTO`; or the mode another locker
    * forced on this client), `'sharded'` (`SPUBLISH`/`SSUBSCRIBE`) or `'plain'`
@@ -52,11 +60,11 @@ export function createLocker(options: LockerOptions): Locker {
     throw new InvalidOptionError('options', options, 'an object');
   refuseUnknown(
     options,
-    ['redis', 'protocol', 'replication', 'eviction', 'pubSub', ...ENGINE_OPTIONS],
+    ['redis', 'protocol', 'replication', 'eviction', 'clockSkew', 'pubSub', ...ENGINE_OPTIONS],
     'the locker options',
     CLIENT_NAMES,
   );
-  const { redis, protocol, replication, eviction, pubSub, ...engine } = options;
+  const { redis, protocol, replication, eviction, clockSkew, pubSub, ...engine } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.evalsha !== 'function') {
     throw new InvalidOptionError(
       'redis',
@@ -64,10 +72,11 @@ export function createLocker(options: LockerOptions): Locker {
       'an ioredis Redis or Cluster client; node-redis clients are not supported yet',
     );
   }
-  const mode = checkLockerPubSub(pubSub, redis);
+  const mode = checkPubSub(pubSub, redis, LOCKER_PUB_SUB);
   const backend = singleBackend(redis, protocolOf(protocol), {
     ...(replication === undefined ? {} : { replication }),
     eviction: checkEvictionOption(eviction),
+    ...(clockSkew === undefined ? {} : { clockSkew }),
     ...(mode === 'poll' ? { subscriber: false } : {}),
   });
   let locker: Locker;

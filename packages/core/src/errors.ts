@@ -12,6 +12,7 @@ export const LOCK_ERROR_CODES = [
   'ERR_LOCK_INVALID_KEY',
   'ERR_LOCK_CLOSED',
   'ERR_LOCK_UNSAFE_SERVER',
+  'ERR_LOCK_CLOCK_SKEW',
 ] as const;
 
 /** The `code` of an error thrown by `@lock/core`. */
@@ -269,6 +270,35 @@ export class UnsafeServerError extends LockError<'ERR_LOCK_UNSAFE_SERVER'> {
   }
 }
 
+/**
+ * A Redis master's clock is further off this process's than `clockSkew.margin`, and the locker
+ * was told to refuse such a master (`clockSkew: { action: 'refuse' }`): nothing was written on it.
+ * Redis keeps expiry as an absolute time on its own clock, so a lease there ends early or late
+ * by about the offset (a clock ahead ends it early: another owner gets the lock while this one
+ * still believes it holds it). RedLock does not throw it: such a master counts as failed, and a
+ * `QuorumError` for too few masters left has it as `cause`.
+ */
+export class ClockSkewError extends LockError<'ERR_LOCK_CLOCK_SKEW'> {
+  override name = 'ClockSkewError';
+  constructor(
+    readonly key: string,
+    /**
+     * The master: its address and run id as far as they are known, `127.0.0.1:6379 (run_id
+     * 0f3c9a1e)` on one deployment, `clients[2] (127.0.0.1:6381, run_id 0f3c9a1e)` for RedLock.
+     */
+    readonly server: string,
+    /** The master's clock minus this process's, in ms (positive: the master runs ahead). */
+    readonly offset: number,
+    /** The `clockSkew.margin` it exceeds, in ms. */
+    readonly margin: number,
+  ) {
+    super(
+      'ERR_LOCK_CLOCK_SKEW',
+      `lock "${key}" was not acquired on Redis master ${server}: its clock is ${offset} ms off this process's, beyond the ${margin} ms margin, so a lease there would end early or late by about that much`,
+    );
+  }
+}
+
 /** The locker was closed; no further acquisitions are accepted. */
 export class LockerClosedError extends LockError<'ERR_LOCK_CLOSED'> {
   override name = 'LockerClosedError';
@@ -298,6 +328,9 @@ export function callerKeyed(
   const message = renamedIn(error.message, resource, key);
   Object.defineProperty(renamed, 'key', { value: key });
   Object.defineProperty(renamed, 'message', { value: message });
+  // A cause about the same lock (a RedLock master's `ClockSkewError`) names it as the caller does.
+  const cause = Object.getOwnPropertyDescriptor(error, 'cause');
+  if (cause) Object.defineProperty(renamed, 'cause', { ...cause, value: callerKeyed(cause.value, call) });
   // Where it was raised, not where it was renamed.
   if (error.stack) renamed.stack = error.stack.replace(error.message, () => message);
   return renamed;

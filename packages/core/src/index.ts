@@ -5,6 +5,7 @@ export { checkReplication } from './backends/replication.js';
 export { type SingleBackendOptions, singleBackend } from './backends/single.js';
 export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export { clockDrift } from './clock-drift.js';
+export type { ClockSkewOptions } from './clock-skew.js';
 export { createLocker, type LockerOptions } from './create-locker.js';
 export { bounded } from './engine/deadline.js';
 export { detached } from './engine/detached.js';
@@ -40,6 +41,7 @@ export {
 export {
   AcquireTimeoutError,
   type AcquireTimeoutOptions,
+  ClockSkewError,
   InvalidKeyError,
   InvalidOptionError,
   isUnavailable,

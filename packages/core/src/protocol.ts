@@ -181,9 +181,9 @@ export interface LockProtocol {
    * The name of a release listener's inbox, a channel only that listener subscribes to, for a
    * format whose release publishes a message meant for one queued waiter to the inbox the waiter
    * registered (`AttemptContext.inbox`), framed as `<UTF-8 bytes of channel>:<channel><message>`
-   * with the `channel()` it stands for. `resource` is the first one the listener waited for and
-   * `id` a random one of the listener's: a name under the resource's keys lets the ACL channel
-   * pattern of the lock keys cover it. Used on plain pub/sub only. Optional: without it every
+   * with the `channel()` it stands for. `resource` is the first one the backend waited for (each
+   * backend has an inbox of its own, even on a listener shared with others) and `id` a random
+   * one: a name under the resource's keys lets the ACL channel pattern of the lock keys cover it. Used on plain pub/sub only. Optional: without it every
    * message is published on `channel()`.
    */
   inbox?(resource: string, id: string): string;

@@ -20,10 +20,11 @@ export type PubSubOption = 'auto' | PubSubMode;
  */
 export type LockerPubSubOption = PubSubOption | 'poll';
 
-const OPTIONS: readonly unknown[] = ['auto', 'sharded', 'plain'] satisfies PubSubOption[];
+/** The `pubSub` values a Redisson client takes (`checkPubSub`'s default). */
+const OPTIONS: readonly PubSubOption[] = ['auto', 'sharded', 'plain'];
 
-/** Said of `'off'`, which a Redisson user reads as its `shardedSubscriptionMode` `OFF`: plain pub/sub, not none. */
-const OFF = "; 'off' is ambiguous: Redisson's shardedSubscriptionMode OFF is 'plain' here";
+/** The `pubSub` values `createLocker` takes. */
+export const LOCKER_PUB_SUB: readonly LockerPubSubOption[] = [...OPTIONS, 'poll'];
 
 /**
  * Per cluster client, the mode every release and subscription on it uses: a string when a locker
@@ -61,24 +62,32 @@ export function pubSubMode(redis: RedisClient): PubSubMode | Promise<PubSubMode>
 
 /**
  * Checks a locker's `pubSub` option for `redis`, recording nothing (see `forcePubSub`). Refuses a
- * value that is not an option, and a forced mode the client cannot take: another locker forced
- * the other one, or the client was probed already, and what subscribed or published on it since
- * used the answer. Off a cluster neither can be (nothing is forced or probed there): every mode is
- * accepted, and pub/sub stays plain.
+ * value not in `allowed` (default: a Redisson client's, without `'poll'`), and a forced mode the
+ * client cannot take: another locker forced the other one, or the client was probed already, and
+ * what subscribed or published on it since used the answer. Off a cluster neither can be (nothing
+ * is forced or probed there): every mode is accepted, and pub/sub stays plain. `'poll'` forces
+ * nothing, and is accepted on any client that allows it.
  */
-export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption {
-  if (value === undefined) return 'auto';
-  if (!OPTIONS.includes(value)) {
-    const note =
-      value === 'poll'
-        ? "; 'poll' is createLocker's: a Redisson client's waiters listen for unlocks, as Java's do"
-        : value === 'off'
-          ? OFF
-          : '';
-    throw new InvalidOptionError('pubSub', value, `'auto', 'sharded' or 'plain'${note}`);
+export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption;
+export function checkPubSub<T extends LockerPubSubOption>(
+  value: unknown,
+  redis: RedisClient,
+  allowed: readonly T[],
+): T;
+export function checkPubSub(
+  value: unknown,
+  redis: RedisClient,
+  allowed: readonly LockerPubSubOption[] = OPTIONS,
+): LockerPubSubOption {
+  if (allowed.length === 0) {
+    throw new InvalidOptionError('allowed', allowed, `one or more of ${listed(LOCKER_PUB_SUB)}`);
   }
-  const option = value as PubSubOption;
-  if (option === 'auto') return option;
+  if (value === undefined) return 'auto';
+  if (!(allowed as readonly unknown[]).includes(value)) {
+    throw new InvalidOptionError('pubSub', value, `${listed(allowed)}${refusalNote(value, allowed)}`);
+  }
+  const option = value as LockerPubSubOption;
+  if (option === 'auto' || option === 'poll') return option;
   const known = modes.get(redis);
   if (known === undefined || known === option) return option;
   throw new InvalidOptionError(
@@ -92,12 +101,25 @@ export function checkPubSub(value: unknown, redis: RedisClient): PubSubOption {
   );
 }
 
-/** `checkPubSub` for `createLocker`, which also takes `'poll'`: that forces nothing, and is accepted on any client. */
-export function checkLockerPubSub(value: unknown, redis: RedisClient): LockerPubSubOption {
-  if (value === 'poll') return value;
-  if (value === undefined || OPTIONS.includes(value)) return checkPubSub(value, redis);
-  const note = value === 'off' ? `${OFF}, and waiters without pub/sub are 'poll'` : '';
-  throw new InvalidOptionError('pubSub', value, `'auto', 'sharded', 'plain' or 'poll'${note}`);
+/** `'a', 'b' or 'c'`; `'a'` alone. */
+function listed(values: readonly string[]): string {
+  const quoted = values.map((value) => `'${value}'`);
+  const last = quoted.pop();
+  return quoted.length === 0 ? `${last}` : `${quoted.join(', ')} or ${last}`;
+}
+
+/** What a refused value may have been meant as, for values a user of Redisson or of `createLocker` may try. */
+function refusalNote(value: unknown, allowed: readonly LockerPubSubOption[]): string {
+  if (value === 'poll') {
+    // Refused by the default only, which is a Redisson client's.
+    return allowed === OPTIONS
+      ? "; 'poll' is createLocker's: a Redisson client's waiters listen for unlocks, as Java's do"
+      : '';
+  }
+  if (value !== 'off') return '';
+  // Redisson's shardedSubscriptionMode OFF is plain pub/sub, not none.
+  const note = "; 'off' is ambiguous: Redisson's shardedSubscriptionMode OFF is 'plain' here";
+  return allowed.includes('poll') ? `${note}, and waiters without pub/sub are 'poll'` : note;
 }
 
 /** Forces a mode `checkPubSub` accepted on `redis`, once the locker is made: its every release and subscription then use it, probing nothing. */

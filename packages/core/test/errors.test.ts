@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import {
   AcquireTimeoutError,
+  ClockSkewError,
   createLocker,
   InvalidKeyError,
   InvalidOptionError,
@@ -38,6 +39,7 @@ describe('errors', () => {
       new InvalidKeyError('', 'empty'),
       new LockerClosedError(),
       new UnsafeServerError('k', 'maxmemory-policy is "allkeys-lru"'),
+      new ClockSkewError('k', '127.0.0.1:6379 (run_id 0f3c9a1e)', 3_000, 1_000),
     ];
     const codes: LockErrorCode[] = errors.map((error) => error.code);
     expect(new Set(codes)).toEqual(new Set(LOCK_ERROR_CODES));

@@ -8,7 +8,6 @@ import {
   LockerClosedError,
   NotOwnerError,
   type RedisClient,
-  ReleaseListener,
   type ReplicationOptions,
   type RetryOptions,
   singleBackend,
@@ -32,8 +31,9 @@ export interface AcquireRequest {
 
 /**
  * What one Redisson client shares between its lock objects: its id, one engine per lock kind
- * (waiting, watchdog and events are the engine's) on one subscriber connection, and the handles
- * of the holds it has taken.
+ * (waiting, watchdog and events are the engine's), and the handles of the holds it has taken.
+ * Release messages of every kind arrive on one subscriber connection: the one every locker on
+ * the ioredis client shares (see `singleBackend`'s `subscriber`).
  */
 export class ClientCore {
   readonly id = randomUUID();
@@ -42,8 +42,6 @@ export class ClientCore {
   readonly watchdogTimeout: number;
   readonly commandTimeout: number;
   readonly protocols: Readonly<Record<LockKind, RedissonProtocol>>;
-  /** Release messages of every lock kind arrive on this one connection. */
-  private readonly subscriber: ReleaseListener;
   private readonly engines = new Map<LockKind, Locker>();
   private readonly handles = new Map<string, Lock[]>();
   /**
@@ -65,7 +63,6 @@ export class ClientCore {
     this.commandTimeout = options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT;
     this.retry = options.retry;
     this.replication = options.replication;
-    this.subscriber = new ReleaseListener(this.redis);
     this.protocols = {
       lock: new RLockProtocol(),
       fenced: new FencedLockProtocol(),
@@ -149,7 +146,6 @@ export class ClientCore {
     this.closed = true;
     await Promise.all([...this.engines.values()].map((engine) => engine.close()));
     this.engines.clear();
-    await this.subscriber.close();
   }
 
   private engine(kind: LockKind): Locker {
@@ -157,17 +153,24 @@ export class ClientCore {
     if (!engine) {
       if (this.closed) throw new LockerClosedError();
       const { replication, retry } = this;
-      const backend = singleBackend(this.redis, this.protocols[kind], {
-        subscriber: this.subscriber,
-        ...(replication === undefined ? {} : { replication }),
-      });
-      engine = createEngine(backend, {
-        prefix: this.prefix,
-        ttl: this.watchdogTimeout,
-        id: this.id,
-        commandTimeout: this.commandTimeout,
-        ...(retry === undefined ? {} : { retry }),
-      });
+      const backend = singleBackend(
+        this.redis,
+        this.protocols[kind],
+        replication === undefined ? {} : { replication },
+      );
+      try {
+        engine = createEngine(backend, {
+          prefix: this.prefix,
+          ttl: this.watchdogTimeout,
+          id: this.id,
+          commandTimeout: this.commandTimeout,
+          ...(retry === undefined ? {} : { retry }),
+        });
+      } catch (error) {
+        // Nothing was sent: closing only gives up the client's shared listener and connection state.
+        void backend.close();
+        throw error;
+      }
       this.engines.set(kind, engine);
     }
     return engine;

@@ -1,5 +1,14 @@
 import { isPermissionError } from '../acl-refusal.js';
+import {
+  type ClockSkew,
+  type ClockSkewCheck,
+  foundOff,
+  readClock,
+  skewRefusal,
+  socketAddress,
+} from '../clock-skew.js';
 import { detached } from '../engine/detached.js';
+import { LockUnavailableError } from '../errors.js';
 import stampLua from '../fence-epoch.lua';
 import { keySlot } from '../hash-tag.js';
 import type { RedisClient } from '../protocol.js';
@@ -108,6 +117,10 @@ interface Stamp {
   /** The run id of the master that answered, once it has. */
   runId: string | undefined;
   pending: Promise<void> | undefined;
+  /** With `clockSkew.action` 'refuse', what the stamp found of a master's clock beyond the margin. */
+  skew: ClockSkew | undefined;
+  /** With 'refuse', the clock's reading took longer than the margin: it proves nothing. */
+  unsure: boolean;
 }
 
 /** Users not allowed the stamp (an ACL written for an earlier version) are warned once per process. */
@@ -126,7 +139,10 @@ let warnedNoPermission = false;
  * after a slot refresh, those whose slot the client now routes to another master: a change is
  * seen without waiting for the next acquisition in the slot (a renewal that meets the new master
  * would otherwise keep a hold its failover may have lost). Each stamp also reads the master's clock
- * (`checkClock`).
+ * (`clockSkew`): since a grant waits for its counter's stamp, a master whose clock is off is known
+ * before the first grant on it, and with 'refuse' none is made (`readyToGrant`). A stamp that found
+ * it off does not count: the next call stamps again, so a clock put right is seen at once. Nor
+ * does one whose round trip took longer than the margin: a grant waits for another stamp.
  *
  * Per counter it remembers the highest value this client knows the counter reached: the fences
  * drawn from it (`drew`) and the value each stamp reports. A stamp that finds the counter below
@@ -146,7 +162,7 @@ export class MasterWatch {
     const cluster = isCluster(this.redis);
     for (const [counter, stamp] of this.stamps) {
       if (cluster && stamp.node === this.nodeOf(counter)) continue;
-      this.stamp(counter).catch(() => {});
+      this.stamp(counter).pending?.catch(() => {});
     }
   };
 
@@ -156,6 +172,7 @@ export class MasterWatch {
     private readonly counterOf: (resource: string) => string | undefined,
     /** The key whose slot a resource's lock lives in (for the cluster node a change concerns). */
     private readonly lockKeyOf: (resource: string) => string,
+    private readonly clockSkew: ClockSkewCheck,
   ) {
     this.events = eventsOf(redis);
     this.events.onMoved.add(this.restamp);
@@ -164,10 +181,31 @@ export class MasterWatch {
   /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
   ready(resource: string): Promise<void> | undefined {
     const counter = this.counterFor(resource);
+    return counter === undefined ? undefined : this.current(counter).pending;
+  }
+
+  /**
+   * `ready`, before a grant: with `clockSkew.action` 'refuse', rejects with `ClockSkewError` when
+   * the stamp it waits for finds the master's clock off. Releases wait for `ready` alone: a lock
+   * already held on a master found off is still given back.
+   */
+  readyToGrant(resource: string, rereading = false): Promise<void> | undefined {
+    const counter = this.counterFor(resource);
     if (counter === undefined) return undefined;
-    const stamp = this.stamps.get(counter);
-    if (stamp?.generation === this.events.generation) return stamp.pending;
-    return this.stamp(counter);
+    const stamp = this.current(counter);
+    if (this.clockSkew.action !== 'refuse' || !stamp.pending) return stamp.pending;
+    return stamp.pending.then(() => {
+      if (stamp.skew) throw skewRefusal(resource, stamp.skew);
+      if (!stamp.unsure) return;
+      // Read once more; a server still that slow is unavailable for a checked grant, rather than
+      // read again and again behind a call the engine has long given up on.
+      if (!rereading) return this.readyToGrant(resource, true);
+      throw new LockUnavailableError(resource, 'acquire', {
+        cause: new Error(
+          `two readings of the server's clock took longer than clockSkew.margin (${this.clockSkew.margin} ms)`,
+        ),
+      });
+    });
   }
 
   /** A fence drawn from the resource's counter (a grant, a handed-on grant): the counter reached it. */
@@ -204,13 +242,21 @@ export class MasterWatch {
     return this.lastCounter;
   }
 
-  private stamp(counter: string): Promise<void> {
+  /** The counter's stamp in this generation, made now if there is none. */
+  private current(counter: string): Stamp {
+    const stamp = this.stamps.get(counter);
+    return stamp?.generation === this.events.generation ? stamp : this.stamp(counter);
+  }
+
+  private stamp(counter: string): Stamp {
     const previous = this.stamps.get(counter)?.runId;
     const stamp: Stamp = {
       generation: this.events.generation,
       node: this.nodeOf(counter),
       runId: previous,
       pending: undefined,
+      skew: undefined,
+      unsure: false,
     };
     this.stamps.set(counter, stamp);
     const sentAt = Date.now();
@@ -222,7 +268,7 @@ export class MasterWatch {
         stamp.pending = undefined;
         const reached = Number(value);
         if (reached > (this.reached.get(counter) ?? 0)) this.reached.set(counter, reached);
-        checkClock(stamp.runId, time, sentAt, Date.now());
+        this.checkClock(stamp, time, sentAt, Date.now());
         // Raised under the master it last saw: the counter lost writes (or another master
         // stamped it in between), and the locks on this master may have gone with them.
         if (previous !== undefined && (stamp.runId !== previous || raised === 1)) {
@@ -241,7 +287,27 @@ export class MasterWatch {
         throw error;
       },
     );
-    return stamp.pending;
+    return stamp;
+  }
+
+  /**
+   * Compares a master's TIME with this process's clock. Redis keeps expiry as an absolute time,
+   * so a promoted replica (or a master after a jump) whose clock is off ends every lock early or
+   * late by that much, while holders count their leases on their own clock.
+   */
+  private checkClock(stamp: Stamp, time: [string, string], sentAt: number, receivedAt: number): void {
+    const verdict = readClock(this.clockSkew, time, sentAt, receivedAt);
+    if (verdict === undefined) return;
+    if (verdict === 'unsure') {
+      stamp.unsure = true;
+      stamp.generation = -1;
+      return;
+    }
+    const runId = stamp.runId!;
+    const address = stamp.node ?? socketAddress(this.redis);
+    const server = `${address === undefined ? '' : `${address} `}(run_id ${runId.slice(0, 8)})`;
+    stamp.skew = foundOff(this.clockSkew, runId, server, verdict);
+    if (stamp.skew) stamp.generation = -1;
   }
 
   /** The master (`host:port`) a cluster client routes the counter's slot to now; undefined elsewhere. */
@@ -259,28 +325,6 @@ export class MasterWatch {
   private notify(affects: (resource: string) => boolean): void {
     for (const listener of this.listeners) listener(affects);
   }
-}
-
-/** Beyond this offset between a master's clock and ours, one of them is wrong: warned once per server. */
-const CLOCK_SKEW_WARNING_MS = 1_000;
-const skewed = new Set<string>();
-
-/**
- * Compares a master's TIME with this process's clock. Redis keeps expiry as an absolute time, so
- * a promoted replica (or a master after a jump) whose clock is off ends every lock early or late
- * by that much, while holders count their leases on their own clock. The offset is counted from
- * the middle of the round trip, and only what exceeds the round trip's uncertainty counts.
- */
-function checkClock(runId: string, time: [string, string], sentAt: number, receivedAt: number): void {
-  if (skewed.has(runId)) return;
-  const server = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-  const offset = server - (sentAt + receivedAt) / 2;
-  if (Math.abs(offset) <= CLOCK_SKEW_WARNING_MS + (receivedAt - sentAt) / 2) return;
-  skewed.add(runId);
-  process.emitWarning(
-    `the clock of Redis master ${runId.slice(0, 8)} is ${Math.round(offset)} ms off this process's: lock leases on it end early or late by about that much`,
-    { code: 'ERR_LOCK_CLOCK_SKEW', type: 'LockWarning' },
-  );
 }
 
 function warnNoPermission(counter: string): void {

@@ -32,27 +32,31 @@ interface Channel {
   linger: NodeJS.Timeout | undefined;
 }
 
-/** A channel only this listener subscribes to, on which releases tell one of its waiters (see `inbox`). */
+/** A channel only this listener subscribes to, on which releases tell one of its waiters (see `openInbox`). */
 interface Inbox {
+  /** Whose it is (see `listen`'s `inboxKey`). */
+  readonly key: object;
   readonly name: string;
-  /** Its own subscriber connection: its refusal or loss never touches the lock channels'. */
-  readonly connection: Redis;
   /** Subscribed: a registration may name it from now on. Off from a disconnection to the next SUBSCRIBE's answer. */
   active: boolean;
   /** The SUBSCRIBE out, if one is. */
   subscribing: Promise<void> | undefined;
+  /** The ACL refused it (NOPERM): not asked again, each refusal being an ACL LOG entry. */
+  refused: boolean;
 }
 
 /**
  * One subscriber connection (made lazily, a duplicate of the caller's client) that delivers
  * messages to listeners per channel: SSUBSCRIBE on a cluster with sharded pub/sub, SUBSCRIBE
  * otherwise (see `pubSubMode`: releases publish the same way). Backends on
- * the same client may share one (`singleBackend`'s `subscriber` option), so several lock
- * formats cost one connection.
+ * the same client share one (see `sharedListener`, or `singleBackend`'s `subscriber` option), so
+ * several lockers and lock formats cost one connection.
  *
- * Off a cluster it also has an inbox (for formats with `LockProtocol.inbox`): a channel of its
- * own, on a subscriber connection of its own, subscribed from the first listener that names it
- * for as long as the listener lives. A release publishes there what it has for one waiter of this
+ * Off a cluster it also has inboxes (for formats with `LockProtocol.inbox`): channels of its
+ * own, one per `inboxKey` its users listen with (a backend's namespace: its inbox is named under
+ * the keys of the first resource it waited for, which that namespace's ACL covers), all on one
+ * subscriber connection of their own, each subscribed from the first listen that names it for
+ * as long as its user lives. A release publishes there what it has for one waiter of this
  * listener, framed with the lock's channel, and the message goes to that channel's listeners as if
  * it had come on it. A cluster has none: with sharded pub/sub a channel belongs to one slot, and
  * with plain pub/sub every PUBLISH reaches every node's subscribers anyway.
@@ -62,9 +66,13 @@ export class ReleaseListener {
   /** Whether the connection subscribes sharded: decided when it is made. */
   private sharded = false;
   private readonly channels = new Map<string, Channel>();
-  private inbox: Inbox | undefined;
-  /** The ACL refused the inbox (NOPERM): not asked again, each refusal being an ACL LOG entry. */
-  private inboxRefused = false;
+  /** The inboxes' connection: their refusal or loss never touches the lock channels'. */
+  private inboxConnection: Redis | undefined;
+  private readonly inboxes = new Map<object, Inbox>();
+  /** The inboxes' names, for each message on their connection. */
+  private readonly inboxNames = new Set<string>();
+  /** Users whose inbox was dropped (their backend closed): a late listen of theirs makes none. */
+  private readonly dropped = new WeakSet<object>();
   /** Waiting for the caller's client to be ready again, to make again the connections ioredis gave up on. */
   private reviving = false;
   /** Set instead when the caller's client was ready as ioredis gave up (see `reviveWithClient`). */
@@ -84,17 +92,20 @@ export class ReleaseListener {
   /**
    * Calls `onRelease` with each message on `channelName` (and each the inbox gets for it), once
    * the subscription is active. `inboxName`: given by a format whose releases publish to inboxes,
-   * it names the inbox from a random id, which this call starts subscribing unless it already is.
+   * it names the inbox of `inboxKey` from a random id, which this call starts subscribing unless
+   * it already is. `inboxKey`: whose inbox, one per namespace an ACL may grant alone (see
+   * `sharedListener`); default: the listener's own.
    */
   async listen(
     channelName: string,
     onRelease: MessageListener,
     inboxName?: (id: string) => string,
+    inboxKey: object = this,
   ): Promise<() => void> {
     if (this.closed) throw new Error('release listener is closed');
     // On a connection of its own: awaited with the channel, so that this call's next attempt,
     // once subscribed, already names it; for a while at most (an inbox is only a saving).
-    const inboxing = inboxName && this.openInbox(inboxName);
+    const inboxing = inboxName && this.openInbox(inboxKey, inboxName);
     let channel = this.channels.get(channelName);
     if (!channel) {
       channel = { listeners: new Set(), subscribed: Promise.resolve(), failed: false, linger: undefined };
@@ -128,22 +139,42 @@ export class ReleaseListener {
   }
 
   /**
-   * The inbox a waiter listening on `channelName` may register, so that a release publishes what
-   * it has for that waiter there: only once subscribed, and only while `channelName` is listened
-   * to (a waiter of the key is queued here, or was lately). Otherwise undefined: the lock's
-   * channel.
+   * The inbox of `inboxKey` (see `listen`) a waiter listening on `channelName` may register, so
+   * that a release publishes what it has for that waiter there: only once subscribed, and only
+   * while `channelName` is listened to (a waiter of the key is queued here, or was lately).
+   * Otherwise undefined: the lock's channel.
    */
-  inboxFor(channelName: string): string | undefined {
-    const inbox = this.inbox;
+  inboxFor(channelName: string, inboxKey: object = this): string | undefined {
+    const inbox = this.inboxes.get(inboxKey);
     return inbox?.active && this.channels.has(channelName) ? inbox.name : undefined;
+  }
+
+  /** Unsubscribes the inbox of `inboxKey`, whose user is gone for good: a later listen with that key makes none. */
+  dropInbox(inboxKey: object): void {
+    this.dropped.add(inboxKey);
+    const inbox = this.inboxes.get(inboxKey);
+    if (!inbox) return;
+    this.inboxes.delete(inboxKey);
+    this.inboxNames.delete(inbox.name);
+    const connection = this.inboxConnection;
+    if (!this.wantsInbox()) {
+      // The last not refused: its connection goes with it, made again by the next inbox.
+      this.inboxConnection = undefined;
+      connection?.disconnect();
+    } else if (inbox.active) {
+      // One still subscribing is unsubscribed once it is (see `subscribeInbox`).
+      connection?.unsubscribe(inbox.name).catch(() => {});
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.redis.off('ready', this.revive);
     clearTimeout(this.reviveTimer);
-    this.inbox?.connection.disconnect();
-    this.inbox = undefined;
+    this.inboxConnection?.disconnect();
+    this.inboxConnection = undefined;
+    this.inboxes.clear();
+    this.inboxNames.clear();
     for (const channel of this.channels.values()) clearTimeout(channel.linger);
     this.channels.clear();
     this.connection?.disconnect();
@@ -230,75 +261,116 @@ export class ReleaseListener {
     if (this.connection?.status === 'end' && this.channels.size > 0) {
       this.connect(this.sharded ? 'sharded' : 'plain');
     }
-    const inbox = this.inbox;
-    if (inbox?.connection.status === 'end') this.subscribeInbox(this.makeInbox(inbox.name));
+    if (this.inboxConnection?.status === 'end' && this.wantsInbox()) this.connectInbox();
   };
 
   /**
-   * Makes the inbox (off a cluster, unless refused) and subscribes it unless it is: answers once
-   * that SUBSCRIBE is answered, never rejecting (a listener without the inbox is still one).
+   * Makes the inbox of `key` (off a cluster, unless refused) and subscribes it unless it is:
+   * answers once that SUBSCRIBE is answered, never rejecting (a listener without the inbox is
+   * still one).
    */
-  private openInbox(inboxName: (id: string) => string): Promise<void> | undefined {
-    if (this.inboxRefused || this.closed || isCluster(this.redis)) return undefined;
-    const inbox = this.inbox;
-    if (inbox && inbox.connection.status !== 'end') return this.subscribeInbox(inbox);
-    // Made again under the same name after ioredis gave up on its connection: registrations may hold it.
-    return this.subscribeInbox(
-      this.makeInbox(inbox?.name ?? inboxName(randomBytes(12).toString('base64url'))),
-    );
+  private openInbox(key: object, inboxName: (id: string) => string): Promise<void> | undefined {
+    if (this.closed || isCluster(this.redis)) return undefined;
+    // A listen that outlived its backend's close (the engine's drain has a deadline) makes none.
+    if (this.dropped.has(key)) return undefined;
+    let inbox = this.inboxes.get(key);
+    if (inbox?.refused) return undefined;
+    // Made again after ioredis gave up on it: the inboxes keep their names, registrations may hold them.
+    this.connectInbox();
+    if (!inbox) {
+      const name = inboxName(randomBytes(12).toString('base64url'));
+      inbox = { key, name, active: false, subscribing: undefined, refused: false };
+      this.inboxes.set(key, inbox);
+      this.inboxNames.add(name);
+    }
+    return this.subscribeInbox(inbox);
+  }
+
+  /** Whether an inbox not refused is kept: its connection is then made again once lost. */
+  private wantsInbox(): boolean {
+    for (const inbox of this.inboxes.values()) if (!inbox.refused) return true;
+    return false;
   }
 
   /**
-   * ioredis does not resubscribe the inbox (`autoResubscribe: false`): its one SUBSCRIBE of every
-   * channel would be refused whole for one. This listener does, on each reconnection, and with
-   * each listen after a failure other than a refusal (same name: registrations may hold it).
+   * ioredis does not resubscribe the inboxes (`autoResubscribe: false`): its one SUBSCRIBE of
+   * every channel would be refused whole for one. This listener does, each on its own, on each
+   * reconnection, and with each listen after a failure other than a refusal (same name:
+   * registrations may hold it). A refusal gives up that inbox alone.
    */
   private subscribeInbox(inbox: Inbox): Promise<void> | undefined {
-    if (this.inbox !== inbox || inbox.active) return undefined;
+    const connection = this.inboxConnection;
+    if (!connection || this.inboxes.get(inbox.key) !== inbox || inbox.active || inbox.refused) {
+      return undefined;
+    }
     // The subscription outlives the call that first listened: kept out of its async context.
     inbox.subscribing ??= detached(() =>
-      afterHandshake(inbox.connection).then(() => inbox.connection.subscribe(inbox.name)),
+      afterHandshake(connection).then(() => connection.subscribe(inbox.name)),
     ).then(
       () => {
         inbox.subscribing = undefined;
-        inbox.active = inbox.connection.status === 'ready';
+        // Dropped meanwhile (see `dropInbox`).
+        if (this.inboxes.get(inbox.key) !== inbox) connection.unsubscribe(inbox.name).catch(() => {});
+        else inbox.active = connection.status === 'ready';
       },
       (error: unknown) => {
         inbox.subscribing = undefined;
         if (!(error instanceof Error && error.message.startsWith('NOPERM'))) return;
-        this.inboxRefused = true;
-        this.inbox = undefined;
-        inbox.connection.disconnect();
+        inbox.refused = true;
+        // Kept by the inboxes still asked for; otherwise an idle connection.
+        if (this.wantsInbox() || this.inboxConnection !== connection) return;
+        this.inboxConnection = undefined;
+        connection.disconnect();
       },
     );
     return inbox.subscribing;
   }
 
-  private makeInbox(name: string): Inbox {
+  /** The inboxes' connection: made with the first inbox, and again once ioredis gave up on it. */
+  private connectInbox(): Redis {
+    const previous = this.inboxConnection;
+    if (previous && previous.status !== 'end') return previous;
     const redis = this.redis as Redis;
     // As for the lock channels' connection (see `connect`), plus no resubscription of its own.
     const connection = detached(() =>
       redis.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: false }),
     );
-    const inbox: Inbox = { name, connection, active: false, subscribing: undefined };
     connection.on('error', () => {});
     connection.on('message', (channel: string, message: string) => {
-      const framed = channel === name ? unframe(message) : undefined;
+      const framed = this.inboxNames.has(channel) ? unframe(message) : undefined;
       if (framed) this.deliver(framed.channel, framed.message);
     });
+    // A connection replaced (the last inbox dropped, a new one made) must not touch the new one's inboxes.
     connection.on('close', () => {
-      inbox.active = false;
+      if (this.inboxConnection !== connection) return;
+      for (const inbox of this.inboxes.values()) inbox.active = false;
     });
-    connection.on('ready', () => this.subscribeInbox(inbox));
+    connection.on('ready', () => {
+      if (this.inboxConnection !== connection) return;
+      for (const inbox of this.inboxes.values()) this.subscribeInbox(inbox);
+    });
     connection.on('end', () => {
-      if (this.inbox === inbox) this.reviveWithClient();
+      if (this.inboxConnection === connection) this.reviveWithClient();
     });
-    this.inbox = inbox;
-    return inbox;
+    this.inboxConnection = connection;
+    return connection;
   }
 
+  /**
+   * Calls each listener of `channel`, whichever lockers they belong to: one that throws (a
+   * format's message parsing) is rethrown on the next tick, as `node:diagnostics_channel` does
+   * with its subscribers' (see `engine/events.ts`), and the others are still called.
+   */
   private deliver(channel: string, message: string): void {
-    for (const listener of this.channels.get(channel)?.listeners ?? []) listener(message);
+    for (const listener of this.channels.get(channel)?.listeners ?? []) {
+      try {
+        listener(message);
+      } catch (error) {
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /** The lock channels' connection: made at the first subscription, and again once ioredis gave up on it. */
@@ -342,6 +414,57 @@ export class ReleaseListener {
     if (previous) this.resubscribe(connection);
     return connection;
   }
+}
+
+/**
+ * A use of the listener shared on a client (see `sharedListener`). The lease is also the
+ * `inboxKey` its user listens with: each use has an inbox of its own, named under its own keys.
+ */
+export interface ListenerLease {
+  readonly listener: ReleaseListener;
+  /**
+   * Gives this use up, and its inbox; the last one given up closes the listener. Once per lease:
+   * again, it does nothing.
+   */
+  release(): Promise<void>;
+}
+
+/** Per client, the listener its backends share and how many use it. */
+const shared = new WeakMap<RedisClient, { listener: ReleaseListener; users: number }>();
+
+/**
+ * The release listener of `redis` that every backend on it given no `subscriber` of its own
+ * shares (lockers of other namespaces or formats, a Redisson client's lock kinds): one subscriber
+ * connection per client for the lock channels, however many lockers, and one for the inboxes.
+ * Each use listens with an inbox of its own (see `ListenerLease`): an ACL written per namespace
+ * lets each releaser publish to the inboxes of its namespace only, and refuses one locker's
+ * inbox without the others'. Made by the first use, closed by the last; made anew by a use after
+ * that. Shared by client alone, whatever each locker's `pubSub`:
+ * a client has one mode, which every subscription on it reads when made (`pubSubMode`), and a
+ * locker forcing another one is refused (`checkPubSub`); `'poll'` lockers take no listener.
+ */
+export function sharedListener(redis: RedisClient): ListenerLease {
+  let entry = shared.get(redis);
+  if (!entry) {
+    entry = { listener: new ReleaseListener(redis), users: 0 };
+    shared.set(redis, entry);
+  }
+  entry.users += 1;
+  const used = entry;
+  let released = false;
+  const lease: ListenerLease = {
+    listener: used.listener,
+    release: async () => {
+      if (released) return;
+      released = true;
+      used.users -= 1;
+      if (used.users > 0) return used.listener.dropInbox(lease);
+      // Taken off first: a backend made on the client while this one closes makes a new one.
+      shared.delete(redis);
+      await used.listener.close();
+    },
+  };
+  return lease;
 }
 
 /**

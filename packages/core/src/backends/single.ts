@@ -1,13 +1,14 @@
 import type { BackendExtension, BackendRefusal, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
-import { ReplicationError } from '../errors.js';
+import { type ClockSkewOptions, checkClockSkew } from '../clock-skew.js';
+import { InvalidOptionError, ReplicationError } from '../errors.js';
 import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { connectionOf } from './connection-errors.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
 import { MasterWatch } from './master-watch.js';
-import { ReleaseListener } from './release-listener.js';
+import { ReleaseListener, sharedListener } from './release-listener.js';
 import { renewalBatches } from './renewal-batches.js';
 import { replicationGate, sendWait } from './replication.js';
 
@@ -21,10 +22,10 @@ export interface SingleBackendOptions {
    */
   readonly replication?: ReplicationOptions;
   /**
-   * A release listener shared with other backends on the same client, so that one subscriber
-   * connection serves every lock format; its creator closes it. `false` for none: the backend
-   * has no `listen`, so its waiters poll (`pubSub: 'poll'`). Default: one of the backend's own,
-   * closed with it.
+   * The release listener the backend's waiters listen on; its creator closes it. `false` for
+   * none: the backend has no `listen`, so its waiters poll (`pubSub: 'poll'`). Default: the one
+   * every backend on the client given none shares (one subscriber connection per client), closed
+   * with the last of them.
    */
   readonly subscriber?: ReleaseListener | false;
   /**
@@ -34,17 +35,35 @@ export interface SingleBackendOptions {
    * `'ignore'`. Default: `'warn'`.
    */
   readonly eviction?: EvictionCheck;
+  /**
+   * The check of the master's clock, read with each fence counter's stamp: before the first
+   * acquisition on it, and again after a reconnect or failover (see `ClockSkewOptions`). Only
+   * formats with a fence counter (`token`, `legacy`) are checked. Default: `{ margin: 1000, action: 'warn' }`.
+   */
+  readonly clockSkew?: ClockSkewOptions;
 }
 
-/** A protocol run on one Redis deployment through the caller's client. */
+/**
+ * A protocol run on one Redis deployment through the caller's client. Close the backend once
+ * done with it, even if `createEngine` refused it: until then it keeps a use of the client's
+ * shared release listener (and its connections) and of its connection state.
+ */
 export function singleBackend(
   redis: RedisClient,
   protocol: LockProtocol,
   options: SingleBackendOptions = {},
 ): LockBackend {
+  const clockSkew = checkClockSkew(options.clockSkew);
+  // The clock is read with the fence counter's stamp: a format without one would never be checked.
+  if (clockSkew.action === 'refuse' && !protocol.fenceCounter) {
+    throw new InvalidOptionError(
+      'clockSkew.action',
+      'refuse',
+      `'warn': the ${protocol.name} format has no fence counter, whose stamp reads the master's clock`,
+    );
+  }
+  checkSubscriber(options.subscriber);
   const connection = connectionOf(redis);
-  const listener =
-    options.subscriber === false ? undefined : (options.subscriber ?? new ReleaseListener(redis));
   const replication = replicationGate(redis, options.replication ?? 'auto');
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   const cluster = isCluster(redis);
@@ -54,7 +73,7 @@ export function singleBackend(
   // sends none, and is queued for the lock's channel, which its waiter listens to as well.
   const withInbox = (context: AttemptContext | undefined, resource: string, owner: string) => {
     if (!inboxName || !context?.queueLease) return context;
-    const inbox = listener?.inboxFor(protocol.channel(resource, owner));
+    const inbox = listener?.inboxFor(protocol.channel(resource, owner), lease);
     return inbox ? { ...context, inbox } : context;
   };
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
@@ -65,8 +84,12 @@ export function singleBackend(
         redis,
         (resource) => counterOf(resource, cluster),
         (resource) => protocol.lockKey?.(resource) ?? resource,
+        clockSkew,
       )
     : undefined;
+  // With 'refuse', a grant a release hands on directly would skip the clock check (`readyToGrant`):
+  // the next waiter is only named, and acquires through an attempt, one round trip more.
+  const directGrants = clockSkew.action !== 'refuse';
   // A release may draw a fence for the next owner: from a counter stamped on this master.
   const stamped = <T>(resource: string, send: () => Promise<T>): Promise<T> => {
     const stamping = watch?.ready(resource);
@@ -77,6 +100,10 @@ export function singleBackend(
     if (isReadonly(error)) watch?.demoted();
     throw error;
   };
+
+  // Last, past every check that may throw: a backend never made must not keep the client's listener open.
+  const lease = options.subscriber === undefined ? sharedListener(redis) : undefined;
+  const listener = options.subscriber === false ? undefined : (options.subscriber ?? lease?.listener);
 
   return {
     protocol,
@@ -92,7 +119,7 @@ export function singleBackend(
       const context = withInbox(given, resource, owner);
       const unchecked = checkEviction(resource);
       if (unchecked) await unchecked;
-      const stamping = watch?.ready(resource);
+      const stamping = watch?.readyToGrant(resource);
       if (stamping) await stamping;
       const planned = replication.plan();
       const plan = planned instanceof Promise ? await planned : planned;
@@ -115,7 +142,11 @@ export function singleBackend(
           resource,
           owner,
           ttl,
-          followUp ? { wait: 0, ...context, grantLease: undefined, followUp } : context,
+          followUp
+            ? { wait: 0, ...context, grantLease: undefined, followUp }
+            : directGrants || !context
+              ? context
+              : { ...context, grantLease: undefined },
         )
         .catch((error: unknown) => {
           // min-replicas-to-write refused the write: the same outcome as an unconfirmed WAIT.
@@ -241,6 +272,7 @@ export function singleBackend(
             onRelease(notice);
           },
           inboxName && ((id) => inboxName(resource, id)),
+          lease,
         ),
     }),
 
@@ -249,7 +281,7 @@ export function singleBackend(
     close: async () => {
       connection.release();
       watch?.close();
-      if (options.subscriber === undefined) await listener?.close();
+      await lease?.release();
     },
   };
 }
@@ -269,4 +301,14 @@ export function releaseNotice(protocol: LockProtocol, message: string): ReleaseN
     to: grant ? grant.owner : protocol.addressee?.(message),
     grant,
   };
+}
+
+/** Refuses a `subscriber` that is none of its values: `null` would otherwise read as `false`, and silently poll. */
+function checkSubscriber(subscriber: unknown): void {
+  if (subscriber === undefined || subscriber === false || subscriber instanceof ReleaseListener) return;
+  throw new InvalidOptionError(
+    'subscriber',
+    subscriber,
+    'a ReleaseListener, false for none, or left out for the one shared on the client',
+  );
 }

@@ -205,7 +205,8 @@ class Engine implements Locker {
     // each counting owners from 1: owners made from it alone would collide, and a fresh owner that
     // finds its own name holding a key takes that hold for its own.
     this.ownerPrefix = given.id === undefined ? `${this.id}:` : `${this.id}:${randomUUID()}:`;
-    this.queues = backend.listen ? new WaitQueues(backend, this.clock) : undefined;
+    const listen = backend.listen?.bind(backend);
+    this.queues = listen ? new WaitQueues(backend.protocol, listen, this.clock) : undefined;
     // Every call given a signal links it to this one while it runs: many such calls are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {

@@ -1,5 +1,5 @@
 import type { LockBackend, ReleaseNotice } from '../backend.js';
-import type { HandedGrant } from '../protocol.js';
+import type { HandedGrant, LockProtocol } from '../protocol.js';
 import { detached } from './detached.js';
 
 /** One acquire call waiting for a key. */
@@ -19,6 +19,9 @@ export interface Handed {
   readonly grant: HandedGrant;
   readonly at: number;
 }
+
+/** How a queue subscribes to its key's release messages: the backend's `listen`. */
+type Listen = NonNullable<LockBackend['listen']>;
 
 /** A notice for the first waiter, whoever it is. */
 const FIRST: ReleaseNotice = { all: false, to: undefined };
@@ -79,7 +82,8 @@ export class WaitQueues {
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly backend: LockBackend,
+    private readonly protocol: LockProtocol,
+    private readonly listen: Listen,
     private readonly clock: () => number,
     /** How long a key's queue stays subscribed after its last waiter left, in ms. Default: 5 s. */
     private readonly linger = LINGER_MS,
@@ -105,7 +109,7 @@ export class WaitQueues {
     waiter: Waiter,
     sentAt: number,
   ): { channel: string; subscribed: Promise<boolean> } {
-    const channel = this.backend.protocol.channel(resource, owner);
+    const channel = this.protocol.channel(resource, owner);
     let queue = this.queues.get(channel);
     const activeBefore = queue?.active === true;
     const rejoined = queue?.failed === true && queue.waiters.has(waiter);
@@ -120,8 +124,7 @@ export class WaitQueues {
         forgottenAt: queue?.forgottenAt ?? Number.NEGATIVE_INFINITY,
         emptiedAt: Number.POSITIVE_INFINITY,
       };
-      // The engine makes queues only for a backend that listens.
-      created.ready = this.backend.listen!(resource, owner, (notice) => this.notify(created, notice)).then(
+      created.ready = this.listen(resource, owner, (notice) => this.notify(created, notice)).then(
         (unlisten) => {
           created.active = true;
           if (this.queues.get(channel) === created) created.unlisten = unlisten;
@@ -160,7 +163,7 @@ export class WaitQueues {
    * now, as the release message would tell it (which then finds it gone, and wakes nobody).
    */
   handOver(resource: string, grant: HandedGrant): void {
-    const queue = this.queues.get(this.backend.protocol.channel(resource, grant.owner));
+    const queue = this.queues.get(this.protocol.channel(resource, grant.owner));
     if (queue) this.notify(queue, { all: false, to: grant.owner, grant });
   }
 

@@ -1,6 +1,6 @@
 import type { BackendGrant, BackendRefusal } from '../backend.js';
 import { pastValidity } from '../engine/deadline.js';
-import { QuorumError } from '../errors.js';
+import { ClockSkewError, QuorumError } from '../errors.js';
 import type { AcquireReply, AttemptContext } from '../protocol.js';
 import { releaseLeftovers } from './cleanup.js';
 import { encodeTokens } from './composite-token.js';
@@ -13,7 +13,8 @@ import { nthLargest, nthSmallest, stillValid, validityOf } from './quorum.js';
 type Granted = AcquireReply & { acquired: true };
 
 /**
- * One RedLock attempt: the protocol's acquire on every master at once, a grant only with a
+ * One RedLock attempt: the protocol's acquire on every master at once (a master whose clock is
+ * refused fails without being sent it: see `MasterClocks`), a grant only with a
  * majority whose fence reached a majority, while ttl − elapsed − drift is still positive. The
  * grant's validity is ttl − drift, counted from the attempt's start as the backend contract
  * says (the engine adds it to its send time, taken just before). Anything less is undone
@@ -40,7 +41,10 @@ export async function acquireOnQuorum(
   const outcomes = await fanOut(
     clients,
     context.nodeTimeout,
-    (redis) => protocol.acquire(redis, resource, owner, ttl, attempt),
+    (redis, index, settled) =>
+      context.clocks.gate(index, resource, settled, () =>
+        protocol.acquire(redis, resource, owner, ttl, attempt),
+      ),
     (index, reply) => {
       if (!reply.acquired || (!undone && !attempt?.fresh)) return;
       const undo = () => undoOn(context, resource, owner, index, attempt);
@@ -227,10 +231,18 @@ function refusalOrError(
       refused,
       failed,
       timedOut,
-      unreachableIn(context, outcomes),
+      unreachableIn(context, outcomes, clockRefusalIn(outcomes)),
     );
   }
   return { acquired: false, remaining: estimateRemaining(outcomes, quorum) };
+}
+
+/** The cause of a `QuorumError` masters refused for their clock helped cause: the first refusal. */
+function clockRefusalIn(outcomes: readonly NodeOutcome<AcquireReply>[]): ErrorOptions | undefined {
+  for (const outcome of outcomes) {
+    if (outcome.kind === 'failed' && outcome.error instanceof ClockSkewError) return { cause: outcome.error };
+  }
+  return undefined;
 }
 
 /**

@@ -8,6 +8,7 @@ import { extendOnQuorum } from './extend.js';
 import { fanOut } from './fan-out.js';
 import { inspectOnQuorum } from './inspect.js';
 import { QuorumListeners } from './listen.js';
+import { MasterClocks } from './master-clocks.js';
 import {
   callTimeout,
   type QuorumBackendOptions,
@@ -47,7 +48,9 @@ export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
  * context with a wrong quorum through it, to show that their checkers catch what that breaks.
  */
 export function backendOn(resolved: QuorumContext): QuorumBackend {
-  const context: OpenContext = { ...resolved, connections: masterConnections(resolved.clients) };
+  const connections = masterConnections(resolved.clients);
+  const clocks = new MasterClocks(resolved.clients, connections, resolved.clockSkew);
+  const context: OpenContext = { ...resolved, connections, clocks };
   const { protocol } = context;
   const listeners = new QuorumListeners(context.clients, protocol, context.nodeTimeout);
   return {

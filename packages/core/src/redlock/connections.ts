@@ -1,6 +1,7 @@
 import { type Connection, connectionOf } from '../backends/connection-errors.js';
 import type { RedisClient } from '../protocol.js';
 import type { NodeOutcome } from './fan-out.js';
+import type { MasterClocks } from './master-clocks.js';
 import type { QuorumContext } from './options.js';
 
 /**
@@ -36,6 +37,7 @@ export interface MasterConnections {
 /** A quorum context while its backend is open: what it knows of each master's connection. */
 export interface OpenContext extends QuorumContext {
   readonly connections: MasterConnections;
+  readonly clocks: MasterClocks;
 }
 
 /** Listens to each of `clients` as a single-server locker does (one listener per client, counted). */

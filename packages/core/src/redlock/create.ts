@@ -18,7 +18,7 @@ export interface RedlockOptions extends QuorumBackendOptions, EngineOptions {
   readonly commandTimeout?: number;
 }
 
-const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor'] as const;
+const BACKEND_OPTIONS = ['clients', 'protocol', 'nodeTimeout', 'driftFactor', 'clockSkew'] as const;
 /** `createLocker`'s name for the connection, refused as `clients`. */
 const CLIENTS_NAMES = { redis: 'clients' };
 
@@ -31,8 +31,15 @@ const CLIENTS_NAMES = { redis: 'clients' };
  */
 export function createRedlock(options: RedlockOptions): Locker {
   refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options', CLIENTS_NAMES);
-  const { clients, protocol, nodeTimeout, driftFactor, ...engine } = options;
-  const context = resolveQuorumOptions({ clients, protocol, nodeTimeout, driftFactor, clock: engine.clock });
+  const { clients, protocol, nodeTimeout, driftFactor, clockSkew, ...engine } = options;
+  const context = resolveQuorumOptions({
+    clients,
+    protocol,
+    nodeTimeout,
+    driftFactor,
+    clockSkew,
+    clock: engine.clock,
+  });
   const backend = backendOn(context);
   const servers = distinctServers(context.clients, context.nodeTimeout);
   const checked: LockBackend = {

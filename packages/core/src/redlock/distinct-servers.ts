@@ -4,6 +4,11 @@ import { fanOut } from './fan-out.js';
 
 const RUN_ID = /run_id:(\w+)/;
 
+/** The run id in an `INFO server` reply, if any. */
+export function runIdIn(info: string): string | undefined {
+  return RUN_ID.exec(info)?.[1];
+}
+
 /** What `distinctServers` found, and how to wait for its first check. */
 export interface DistinctServers {
   /** Set once two clients were found to reach the same redis-server. */
@@ -39,7 +44,7 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
     const outcomes = await fanOut(unseen, nodeTimeout, ({ client }) => client.info('server'));
     outcomes.forEach((outcome, n) => {
       const { index } = unseen[n]!;
-      if (outcome.kind === 'ok') runIds.set(index, RUN_ID.exec(outcome.value)?.[1]);
+      if (outcome.kind === 'ok') runIds.set(index, runIdIn(outcome.value));
       // A master that answers with an error (an ACL denying INFO) cannot be compared, ever.
       else if (outcome.kind === 'failed' && (outcome.error as Error | null)?.name === 'ReplyError')
         runIds.set(index, undefined);

@@ -10,13 +10,14 @@ const TIMED_OUT: NodeOutcome<never> = { kind: 'timed-out' };
  * Runs `call` on every node at once and waits for all of them, giving up on any node that has
  * not answered within `timeout` ms, so that a dead or frozen node costs at most the timeout
  * instead of blocking the attempt. A call that is given up on keeps running; its late value is
- * passed to `late` (its error is ignored). One timer serves the whole fan-out, whatever the
- * number of nodes.
+ * passed to `late` (its error is ignored). `settled` tells a call that is still on its way
+ * whether the fan-out is done with its node (it timed out), so that a step it has yet to send can
+ * be left out. One timer serves the whole fan-out, whatever the number of nodes.
  */
 export function fanOut<N, T>(
   nodes: readonly N[],
   timeout: number,
-  call: (node: N, index: number) => Promise<T>,
+  call: (node: N, index: number, settled: () => boolean) => Promise<T>,
   late?: (index: number, value: T) => void,
 ): Promise<NodeOutcome<T>[]> {
   return new Promise((resolve) => {
@@ -35,7 +36,7 @@ export function fanOut<N, T>(
     nodes.forEach((node, index) => {
       let answer: Promise<T>;
       try {
-        answer = call(node, index);
+        answer = call(node, index, () => outcomes[index] !== undefined);
       } catch (error) {
         answer = Promise.reject(error);
       }

@@ -1,3 +1,4 @@
+import { type ClockSkewCheck, type ClockSkewOptions, checkClockSkew } from '../clock-skew.js';
 import { checkMs, MAX_TTL } from '../engine/options.js';
 import { InvalidOptionError } from '../errors.js';
 import type { LockProtocol, RedisClient } from '../protocol.js';
@@ -41,6 +42,13 @@ export interface QuorumBackendOptions {
   readonly driftFactor?: number;
   /** Monotonic clock in ms used to measure each attempt. Default: `performance.now`. */
   readonly clock?: () => number;
+  /**
+   * The check of each master's wall clock against this process's, by the first acquisition on
+   * each of its connections (see `MasterClocks`): `margin` in ms, `action` `'warn'` (once per
+   * server, beside the acquisition) or `'refuse'` (the acquisition waits for the reading, and a
+   * master found off does not count toward the majority). Default: `{ margin: 1000, action: 'warn' }`.
+   */
+  readonly clockSkew?: ClockSkewOptions;
 }
 
 /** Failures the backend absorbed rather than reported: releases of leftovers that got no answer. */
@@ -60,6 +68,7 @@ export interface QuorumContext {
   readonly nodeTimeout: number;
   readonly driftFactor: number;
   readonly clock: () => number;
+  readonly clockSkew: ClockSkewCheck;
   readonly stats: QuorumStats;
 }
 
@@ -125,6 +134,7 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
   const clock = options.clock === undefined ? () => performance.now() : options.clock;
   if (typeof clock !== 'function')
     throw new InvalidOptionError('clock', clock, 'a function returning monotonic ms');
+  const clockSkew = checkClockSkew(options.clockSkew);
   return {
     clients,
     protocol: onMasters(protocol as QuorumContext['protocol'], nodeTimeout, driftFactor),
@@ -132,6 +142,7 @@ export function resolveQuorumOptions(options: QuorumBackendOptions): QuorumConte
     nodeTimeout,
     driftFactor,
     clock,
+    clockSkew,
     stats: { releaseFailures: 0 },
   };
 }

@@ -20,7 +20,7 @@ it('ends the subscription of a queue joined after close(), once it lingered empt
   // Short lingers (5 s each by default), so that the sweep comes within a second.
   const subscriber = new ReleaseListener(redis, LINGER);
   const backend = singleBackend(redis, tokenProtocol(), { replication: false, subscriber });
-  const queues = new WaitQueues(backend, () => performance.now(), LINGER);
+  const queues = new WaitQueues(backend.protocol, backend.listen!, () => performance.now(), LINGER);
   // A waiter that leaves arms the sweeper; close() cancels it.
   const before = waiter('before-close');
   const first = queues.join('{lock:first}', before.owner, before, performance.now());

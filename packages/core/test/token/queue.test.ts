@@ -18,8 +18,19 @@ describe('the token protocol’s waiter queue', () => {
     await using server = await startRedis();
     const redis = server.client();
     const holder = createLocker({ redis });
-    // Four lockers stand for four processes: each has its own subscriber and its own waiters.
-    const lockers: Locker[] = Array.from({ length: 4 }, () => createLocker({ redis, retry: SLOW_POLL }));
+    // Four lockers stand for four processes: each has its own client, so its own subscriber and
+    // inbox, and its own waiters.
+    // Their attempts counted as answered: the scripts they send include others (fence stamps).
+    const protocol = tokenProtocol();
+    const acquire = protocol.acquire.bind(protocol);
+    let answered = 0;
+    protocol.acquire = (...args) =>
+      acquire(...args).finally(() => {
+        answered += 1;
+      });
+    const lockers: Locker[] = Array.from({ length: 4 }, () =>
+      createLocker({ redis: server.client(), protocol, retry: SLOW_POLL }),
+    );
     const attempts: number[] = [];
     const onAcquire = (message: unknown) => {
       const event = message as { key: string; attempts: number };
@@ -40,9 +51,10 @@ describe('the token protocol’s waiter queue', () => {
         );
         await untilQueued(redis, 'queued', index + 1);
       }
-      // Every locker subscribed: each waiter's retry right after subscribing has been sent, on
-      // the same connection as the release below, so none of them can race it.
+      // Every locker subscribed, and each waiter's retry right after subscribing answered (on its
+      // own connection): none of them can race the release below.
       await untilSubscribed(redis, '{lock:queued}:released', lockers.length);
+      await until(async () => answered >= 2 * lockers.length, 'every waiter tried again');
       await first.release();
       for (let turn = 0; turn < lockers.length; turn++) {
         const lock = await Promise.race(waiting.filter((_, i) => !order.slice(0, turn).includes(i)));
