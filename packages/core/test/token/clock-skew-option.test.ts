@@ -4,6 +4,8 @@ import {
   createLocker,
   createRedlock,
   InvalidOptionError,
+  type Lock,
+  type Locker,
   LockUnavailableError,
   singleBackend,
   tokenProtocol,
@@ -27,6 +29,29 @@ afterEach(() => {
 });
 
 /** Moves the server's clock and returns once the server reads it (the shim rereads its file). */
+/** 'granted' (and released) or the error the acquisition rejected with. */
+function grantedOr(acquiring: Promise<Lock>): Promise<unknown> {
+  return acquiring.then(
+    async (lock) => {
+      await lock.release();
+      return 'granted';
+    },
+    (error: unknown) => error,
+  );
+}
+
+/**
+ * A 'refuse' locker (margin 1 s, round trips up to 10 s) on `redis`, whose scripts another
+ * locker loaded first: its stamp is then one round trip (no NOSCRIPT, no reconnect), which a
+ * test can slow down alone.
+ */
+async function refusingWithScriptsLoaded(redis: Redis): Promise<Locker> {
+  const warmUp = createLocker({ redis, clockSkew: { margin: 5_000 } });
+  await (await warmUp.acquire('w', { ttl: 5_000 })).release();
+  await warmUp.close();
+  return createLocker({ redis, commandTimeout: 10_000, clockSkew: { margin: 1_000, action: 'refuse' } });
+}
+
 async function setSkew(clock: SkewClock, redis: Redis, ms: number): Promise<void> {
   clock.set(ms);
   await waitFor(
@@ -188,13 +213,7 @@ describe.skipIf(skip)(`a server whose clock runs ${SKEW / 1000} s ahead`, () => 
       waiterRedis.disconnect(true);
       await waitFor('the waiter to read the clock off', async () => warnings().length > 0);
       await held.release();
-      const outcome = await waiting.then(
-        async (lock) => {
-          await lock.release();
-          return 'granted';
-        },
-        (error: unknown) => error,
-      );
+      const outcome = await grantedOr(waiting);
       expect(outcome).toBeInstanceOf(ClockSkewError);
       await holder.close();
       await waiter.close();
@@ -208,25 +227,11 @@ describe.skipIf(skip)(`a server whose clock runs ${SKEW / 1000} s ahead`, () => 
     try {
       await using server = await startRedis({ env: clock.env });
       const redis = server.client();
-      // Loads the scripts, so that the stamp below is one round trip (no NOSCRIPT, no reconnect).
-      const warmUp = createLocker({ redis, clockSkew: { margin: 5_000 } });
-      await (await warmUp.acquire('w', { ttl: 5_000 })).release();
-      await warmUp.close();
       const warnings = skewWarnings();
-      const locker = createLocker({
-        redis,
-        commandTimeout: 10_000,
-        clockSkew: { margin: 1_000, action: 'refuse' },
-      });
+      const locker = await refusingWithScriptsLoaded(redis);
       // The stamp's reply is read 2.5 s late: the clock, 1.5 s ahead, reads as within margin + rtt/2.
       stallAfterSending(redis as never, 'evalsha', 2_500, ':epoch');
-      const outcome = await locker.acquire('k', { ttl: 5_000, wait: 0 }).then(
-        async (lock) => {
-          await lock.release();
-          return 'granted';
-        },
-        (error: unknown) => error,
-      );
+      const outcome = await grantedOr(locker.acquire('k', { ttl: 5_000, wait: 0 }));
       expect(outcome).toBeInstanceOf(ClockSkewError);
       expect(await redis.exists('{lock:k}')).toBe(0);
       expect(warnings()).toHaveLength(1);
@@ -241,14 +246,7 @@ describe.skipIf(skip)(`a server whose clock runs ${SKEW / 1000} s ahead`, () => 
     try {
       await using server = await startRedis({ env: clock.env });
       const redis = server.client();
-      const warmUp = createLocker({ redis, clockSkew: { margin: 5_000 } });
-      await (await warmUp.acquire('w', { ttl: 5_000 })).release();
-      await warmUp.close();
-      const locker = createLocker({
-        redis,
-        commandTimeout: 10_000,
-        clockSkew: { margin: 1_000, action: 'refuse' },
-      });
+      const locker = await refusingWithScriptsLoaded(redis);
       // Both stamps' replies are read 1.5 s late: neither reading tells the clock within the margin.
       stallAfterSending(redis as never, 'evalsha', 1_500, ':epoch', 2);
       const outcome = await locker.acquire('k', { ttl: 5_000, wait: 0 }).catch((error: unknown) => error);
