@@ -1,6 +1,7 @@
-import { createLocker, fenceCounter, keySlot } from '@lock/core';
+import { createLocker, fenceCounter, keySlot, type Lock } from '@lock/core';
 import { startCluster, startRedis } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
+import { untilQueued } from '../support/waiter-queue.js';
 
 describe('fence counters', () => {
   it('leave one counter (and its epoch stamp), not one per key, after 2 000 distinct keys were locked and released', async () => {
@@ -65,6 +66,33 @@ describe('fence counters', () => {
     expect(await redis.exists('{lock:order:2}:fence')).toBe(0);
     await second.release();
     await token.close();
+  });
+
+  it('keep fences past 14 digits exact: in the lock, its inspection, a re-entry and a direct grant', async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    // The scripts write fences as text they format themselves: it must stay exact this far up.
+    await redis.set('{lock:#}:fences', String(2 ** 52 - 1));
+    const locker = createLocker({ redis });
+    const other = createLocker({ redis: server.client() });
+    try {
+      let waiting: Promise<Lock> | undefined;
+      await locker.using('big', { ttl: 5_000 }, async (lock) => {
+        expect(lock.fence).toBe(2 ** 52);
+        expect((await locker.inspect('big')).fence).toBe(2 ** 52);
+        await locker.using('big', { ttl: 5_000 }, async (inner) => {
+          expect(inner.fence).toBe(2 ** 52);
+        });
+        waiting = other.acquire('big', { ttl: 5_000, wait: 10_000 });
+        await untilQueued(redis, 'big', 1);
+      });
+      const next = await waiting;
+      expect(next?.fence).toBe(2 ** 52 + 1);
+      expect((await other.inspect('big')).fence).toBe(2 ** 52 + 1);
+      await next?.release();
+    } finally {
+      await Promise.all([locker.close(), other.close()]);
+    }
   });
 
   it('on a cluster, live in the slot of the locks they serve', async () => {

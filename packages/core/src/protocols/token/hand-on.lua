@@ -42,12 +42,13 @@ local function handOn(keys, publish, channel)
       end
       -- A releasing user the ACL no longer lets give the lock a TTL names the waiter instead.
       if lease and mayExpire(lock) then
-        local fence = nextFence(keys[2], keys[3])
-        redis.call('hset', lock, next, 1, '', fence)
+        -- Numbers as text made here (see acquire.lua): Redis would write them with a float printf.
+        local fence = string.format('%d', nextFence(keys[2], keys[3]))
+        redis.call('hset', lock, next, '1', '', fence)
         redis.call('pexpire', lock, lease)
         redis.call('zrem', queue, next)
         redis.call('hdel', registrations, next, terms, box)
-        message = 'granted:' .. fence .. ':' .. lease .. ':' .. now .. ':' .. next
+        message = string.format('granted:%s:%s:%d:%s', fence, lease, now, next)
       else
         message = 'released:' .. next
       end

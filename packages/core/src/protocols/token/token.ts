@@ -4,6 +4,7 @@ import { fenceCounter, legacyFenceCounter } from '../../fence-counter.js';
 import { refuseSiblingName, slotKey } from '../../hash-tag.js';
 import nextFenceLua from '../../next-fence.lua';
 import type {
+  AttemptContext,
   HandedGrant,
   Inspection,
   LockProtocol,
@@ -134,17 +135,7 @@ export function tokenProtocol(): LockProtocol {
     },
 
     async acquire(redis, resource, owner, ttl, context) {
-      const args: (string | number)[] = [
-        owner,
-        ttl,
-        context?.fresh ? '1' : '0',
-        context?.queueLease ?? 0,
-        context?.queued ? '1' : '0',
-        context?.attempt ?? '',
-        (context?.fresh && context.grantLease) || 0,
-      ];
-      // Only a caller that may wait, on a key contended lately, names an inbox.
-      if (context?.inbox) args.push(context.inbox);
+      const args = acquireArgs(owner, ttl, context);
       const sent = await acquireScript.run(
         redis,
         scriptKeysOf(keysOf(resource), isCluster(redis)),
@@ -229,6 +220,33 @@ export function tokenProtocol(): LockProtocol {
   };
 }
 
+/** acquire.lua's arguments (see there): a call that will not wait sends three, a fresh one no attempt id. */
+function acquireArgs(owner: string, ttl: number, context: AttemptContext | undefined): (string | number)[] {
+  return withoutEmptyTail(3, [
+    owner,
+    ttl,
+    (context?.fresh ? 1 : 0) + (context?.queued ? 2 : 0),
+    context?.queueLease ?? 0,
+    // Read only with a queue lease: a call that will not wait leaves it out.
+    (context?.fresh && context.queueLease && context.grantLease) || 0,
+    // A fresh owner's attempts are told apart without their ids.
+    context?.fresh ? '' : (context?.attempt ?? ''),
+    // Only a caller that may wait, on a key contended lately, names an inbox.
+    context?.inbox ?? '',
+  ]);
+}
+
+/**
+ * `args` without the trailing '' and 0 past the first `kept`: the scripts read an absent
+ * argument as that default, and each argument sent costs every call on both ends.
+ */
+function withoutEmptyTail(kept: number, args: (string | number)[]): (string | number)[] {
+  let length = args.length;
+  while (length > kept && (args[length - 1] === '' || args[length - 1] === 0)) length -= 1;
+  args.length = length;
+  return args;
+}
+
 /** Runs release.lua: `attempt` set for the undo of that acquire attempt only (see `undo`). */
 async function runRelease(
   redis: RedisClient,
@@ -238,16 +256,14 @@ async function runRelease(
   attempt: string,
   handedOn?: (grant: HandedGrant) => void,
 ): Promise<ReleaseReply> {
-  const keys = keysOf(resource);
   // Known once the client's mode is: awaiting the plain string would cost every release a hop.
-  const publish = publishCommand(redis);
-  const left = (await releaseScript.run(redis, scriptKeysOf(keys, isCluster(redis)), [
-    owner,
-    typeof publish === 'string' ? publish : await publish,
-    keys.channel,
-    id,
-    attempt,
-  ])) as number | string;
+  const known = publishCommand(redis);
+  const publish = typeof known === 'string' ? known : await known;
+  const left = (await releaseScript.run(
+    redis,
+    scriptKeysOf(keysOf(resource), isCluster(redis)),
+    withoutEmptyTail(3, [owner, keysOf(resource).channel, id, attempt, publish === 'PUBLISH' ? '' : publish]),
+  )) as number | string;
   if (typeof left === 'number') return releaseReply(left);
   const grant = grantIn(left);
   if (grant) handedOn?.(grant);
