@@ -268,7 +268,7 @@ export class MasterWatch {
         stamp.pending = undefined;
         const reached = Number(value);
         if (reached > (this.reached.get(counter) ?? 0)) this.reached.set(counter, reached);
-        this.checkClock(stamp, time, sentAt, Date.now());
+        this.checkClock(stamp, counter, time, sentAt, Date.now());
         // Raised under the master it last saw: the counter lost writes (or another master
         // stamped it in between), and the locks on this master may have gone with them.
         if (previous !== undefined && (stamp.runId !== previous || raised === 1)) {
@@ -295,7 +295,13 @@ export class MasterWatch {
    * so a promoted replica (or a master after a jump) whose clock is off ends every lock early or
    * late by that much, while holders count their leases on their own clock.
    */
-  private checkClock(stamp: Stamp, time: [string, string], sentAt: number, receivedAt: number): void {
+  private checkClock(
+    stamp: Stamp,
+    counter: string,
+    time: [string, string],
+    sentAt: number,
+    receivedAt: number,
+  ): void {
     const verdict = readClock(this.clockSkew, time, sentAt, receivedAt);
     if (verdict === undefined) return;
     if (verdict === 'unsure') {
@@ -304,7 +310,9 @@ export class MasterWatch {
       return;
     }
     const runId = stamp.runId!;
-    const address = stamp.node ?? socketAddress(this.redis);
+    // A fresh cluster client's first stamp is sent before its slot map is loaded (no node known
+    // then); by its answer the map routes the slot, and the node that answered is named.
+    const address = stamp.node ?? this.nodeOf(counter) ?? socketAddress(this.redis);
     const server = `${address === undefined ? '' : `${address} `}(run_id ${runId.slice(0, 8)})`;
     stamp.skew = foundOff(this.clockSkew, runId, server, verdict);
     if (stamp.skew) stamp.generation = -1;

@@ -36,8 +36,9 @@ export interface QuorumBackend extends LockBackend {
 
 /**
  * RedLock over `clients` (see `QuorumBackendOptions`). Validates every option before anything
- * is sent; never closes the caller's clients, only its own subscriber connections. Listens to
- * each client's connection errors until closed, to name them in its `QuorumError`s.
+ * is sent; never closes the caller's clients, only gives up its use of the subscriber connection
+ * each client's lockers share (see `sharedListener`). Listens to each client's connection errors
+ * until closed, to name them in its `QuorumError`s.
  */
 export function quorumBackend(options: QuorumBackendOptions): QuorumBackend {
   return backendOn(resolveQuorumOptions(options));

@@ -48,7 +48,8 @@ describe.skipIf(skip)(
           onMasterClient.pttl('{lock:s14}'),
           onReplica.pttl('{lock:s14}'),
         ]);
-        expect(onMaster).toBeGreaterThan(TTL - 1_000);
+        // Less the acquisition's WAIT, which a loaded host may answer near its 1 s timeout.
+        expect(onMaster).toBeGreaterThan(TTL - 2_000);
         expect(onMaster - promotedPttl).toBeGreaterThan(SKEW - 1_000);
         await onReplica.replicaof('NO', 'ONE');
         const warnings: Error[] = [];
