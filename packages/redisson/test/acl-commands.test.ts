@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { type ExtendEvent, NotOwnerError, type RenewEvent } from '@lock/core';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { aclUser, type RedisServer, startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -269,7 +269,7 @@ describe('S27: an ACL user with exactly the README list of a lock kind', () => {
   afterAll(() => server.stop());
 
   const grant = (commands: readonly string[]) =>
-    admin.call('ACL', 'SETUSER', 'locker', 'reset', 'on', '>pw', '~*', '&*', ...commands.map((c) => `+${c}`));
+    aclUser(admin, { name: 'locker', password: 'pw', reset: true, keys: ['*'], channels: ['*'], commands });
 
   it('the README lists every lock kind', () => {
     expect([...table.keys()]).toEqual(Object.keys(KINDS));

@@ -18,6 +18,12 @@ export interface StartClusterOptions {
   /** Options of every node's process (cluster directives are added). Default: none. */
   server?: RedisServerOptions;
   /**
+   * Options of one node's process, by its index in `nodes` (masters first), over `server`
+   * (`config` and `env` merged key by key): e.g. a `SkewClock`'s `env` for one master only.
+   * Default: none.
+   */
+  node?: (index: number) => RedisServerOptions | undefined;
+  /**
    * Milliseconds to wait for the cluster to be formed and `cluster_state:ok` everywhere, and for
    * each step of `failover()`. Default: `30_000`.
    */
@@ -95,16 +101,22 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   checkInteger('replicasPerMaster', replicasPerMaster, 0);
   checkInteger('nodeTimeout', nodeTimeout, 1);
   checkInteger('timeout', timeout, 1);
-  const nodes = await startServers(masterCount * (1 + replicasPerMaster), {
-    ...options.server,
-    config: {
-      ...options.server?.config,
-      'cluster-enabled': 'yes',
-      'cluster-config-file': 'nodes.conf',
-      'cluster-node-timeout': nodeTimeout,
-      // A node learns its own address from peers' MEETs; a lone master would have none to report.
-      'cluster-announce-ip': '127.0.0.1',
-    },
+  const nodes = await startNodes(masterCount * (1 + replicasPerMaster), (index) => {
+    const own = options.node?.(index);
+    return {
+      ...options.server,
+      ...own,
+      env: { ...options.server?.env, ...own?.env },
+      config: {
+        ...options.server?.config,
+        ...own?.config,
+        'cluster-enabled': 'yes',
+        'cluster-config-file': 'nodes.conf',
+        'cluster-node-timeout': nodeTimeout,
+        // A node learns its own address from peers' MEETs; a lone master would have none to report.
+        'cluster-announce-ip': '127.0.0.1',
+      },
+    };
   });
   try {
     const masters = nodes.slice(0, masterCount);
@@ -118,6 +130,20 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   } catch (error) {
     return stopAfter(error, nodes);
   }
+}
+
+/** Starts `count` nodes in parallel, each with its own options; if one fails, stops the others. */
+async function startNodes(
+  count: number,
+  optionsOf: (index: number) => RedisServerOptions,
+): Promise<RedisServer[]> {
+  const results = await Promise.allSettled(
+    Array.from({ length: count }, (_, index) => startServers(1, optionsOf(index))),
+  );
+  const servers = results.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
+  const failure = results.find((result) => result.status === 'rejected');
+  if (failure) await stopAfter(failure.reason, servers);
+  return servers;
 }
 
 async function form(

@@ -1,3 +1,4 @@
+export { type AclLogin, type AclUserOptions, aclUser } from './acl-user.js';
 export { RedisServerNotFoundError, redisServerBinary } from './binary.js';
 export {
   type ClusterFailover,

@@ -1,3 +1,4 @@
+import { aclUser } from '@lock/testing';
 import type { Redis } from 'ioredis';
 
 /** The token protocol's commands as the README lists them for an ACL user. */
@@ -6,15 +7,12 @@ export const TOKEN_COMMANDS =
 
 /** Makes the user `locker` (password `secret`) anew, limited to the lock keys and channels and to `commands`. */
 export function grantLocker(admin: Redis, commands: string): Promise<unknown> {
-  return admin.call(
-    'ACL',
-    'SETUSER',
-    'locker',
-    'reset',
-    'on',
-    '>secret',
-    '~{lock:*',
-    '&{lock:*',
-    ...commands.split(' ').map((command) => `+${command}`),
-  );
+  return aclUser(admin, {
+    name: 'locker',
+    password: 'secret',
+    reset: true,
+    keys: ['{lock:*'],
+    channels: ['{lock:*'],
+    commands: commands.split(' '),
+  });
 }

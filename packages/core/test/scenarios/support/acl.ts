@@ -1,3 +1,4 @@
+import { aclUser } from '@lock/testing';
 import type { Redis } from 'ioredis';
 
 /**
@@ -74,37 +75,30 @@ export type AclProtocol = keyof typeof ACL_COMMANDS;
 export const ACL_PREFIX = 'lock:app:';
 
 /**
- * Key and channel patterns of the ACL user. `{lock:#}:fences`: the fence counter every lock of
- * the `lock:` prefix shares (see `fenceCounter`); `{lock:#}:fences:epoch`: which master last
- * stamped that counter (the fence-epoch stamp, see `set` above).
+ * Key patterns of the ACL user. `{lock:#}:fences`: the fence counter every lock of the `lock:`
+ * prefix shares (see `fenceCounter`); `{lock:#}:fences:epoch`: which master last stamped that
+ * counter (the fence-epoch stamp, see `set` above).
  */
-export const ACL_KEYS = [
-  '~{lock:app:*',
-  '~lock:app:*',
-  '~{lock:#}:fences',
-  '~{lock:#}:fences:epoch',
-  '&{lock:app:*',
-  '&lock:app:*',
-] as const;
+export const ACL_KEYS = ['{lock:app:*', 'lock:app:*', '{lock:#}:fences', '{lock:#}:fences:epoch'] as const;
 
-/** Creates the ACL user `user` with the key patterns above and the commands `protocol` needs. */
+/** Channel patterns of the ACL user: the release messages of its locks. */
+export const ACL_CHANNELS = ['{lock:app:*', 'lock:app:*'] as const;
+
+/**
+ * Gives the ACL user `user` the patterns above and the commands `protocol` needs. Not reset: a
+ * user that exists keeps its other passwords, and `password` is added to them.
+ */
 export async function setAclUser(
   admin: Redis,
   user: string,
   password: string,
   protocol: AclProtocol,
 ): Promise<void> {
-  const allowed = ACL_COMMANDS[protocol].map((command) => `+${command}`);
-  await admin.call(
-    'ACL',
-    'SETUSER',
-    user,
-    'on',
-    `>${password}`,
-    'resetkeys',
-    'resetchannels',
-    ...ACL_KEYS,
-    '-@all',
-    ...allowed,
-  );
+  await aclUser(admin, {
+    name: user,
+    password,
+    keys: ACL_KEYS,
+    channels: ACL_CHANNELS,
+    commands: ACL_COMMANDS[protocol],
+  });
 }
