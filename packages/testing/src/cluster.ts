@@ -101,7 +101,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   checkInteger('replicasPerMaster', replicasPerMaster, 0);
   checkInteger('nodeTimeout', nodeTimeout, 1);
   checkInteger('timeout', timeout, 1);
-  const nodes = await startNodes(masterCount * (1 + replicasPerMaster), (index) => {
+  const nodes = await startServers(masterCount * (1 + replicasPerMaster), (index) => {
     const own = options.node?.(index);
     return {
       ...options.server,
@@ -130,20 +130,6 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   } catch (error) {
     return stopAfter(error, nodes);
   }
-}
-
-/** Starts `count` nodes in parallel, each with its own options; if one fails, stops the others. */
-async function startNodes(
-  count: number,
-  optionsOf: (index: number) => RedisServerOptions,
-): Promise<RedisServer[]> {
-  const results = await Promise.allSettled(
-    Array.from({ length: count }, (_, index) => startServers(1, optionsOf(index))),
-  );
-  const servers = results.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
-  const failure = results.find((result) => result.status === 'rejected');
-  if (failure) await stopAfter(failure.reason, servers);
-  return servers;
 }
 
 async function form(

@@ -1,8 +1,18 @@
 import { type RedisServer, type RedisServerOptions, startRedis } from './server.js';
 
-/** Starts `count` servers in parallel; if one fails, stops the others before rethrowing. */
-export async function startServers(count: number, options: RedisServerOptions = {}): Promise<RedisServer[]> {
-  const results = await Promise.allSettled(Array.from({ length: count }, () => startRedis(options)));
+/**
+ * Starts `count` servers in parallel, each with `options` (or with what it answers for the
+ * server's index); if one fails, stops the others before rethrowing.
+ */
+export async function startServers(
+  count: number,
+  options: RedisServerOptions | ((index: number) => RedisServerOptions) = {},
+): Promise<RedisServer[]> {
+  const results = await Promise.allSettled(
+    Array.from({ length: count }, (_, index) =>
+      startRedis(typeof options === 'function' ? options(index) : options),
+    ),
+  );
   const servers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failure = results.find((result) => result.status === 'rejected');
   if (failure) await stopAfter(failure.reason, servers);

@@ -4,6 +4,7 @@ import { isUnreachable, redacted, unavailable } from '../engine/deadline.js';
 import { LockError, LockUnavailableError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
 import { isCluster } from '../topology.js';
+import { perClient } from './per-client.js';
 
 /** What is listened to on one client, for as long as a backend on it is open. */
 interface Watched {
@@ -11,12 +12,10 @@ interface Watched {
   error: Error | undefined;
   /** Its connections that closed since it was first watched (see `Connection.closes`). */
   closes: number;
-  /** The backends on the client not yet closed. */
-  users: number;
   stop(): void;
 }
 
-const watched = new WeakMap<RedisClient, Watched>();
+const watchedOn = perClient(watch);
 
 /** How a backend reads its client's connection: `release` when it is closed (or refused). */
 export interface Connection {
@@ -44,34 +43,23 @@ export interface Connection {
  * of a later silence.
  */
 export function connectionOf(redis: RedisClient): Connection {
-  let state = watched.get(redis);
-  if (!state) {
-    state = watch(redis);
-    watched.set(redis, state);
-  }
-  state.users += 1;
-  const shared = state;
-  let released = false;
+  const use = watchedOn(redis);
+  const state = use.value;
   return {
     get error() {
-      return redis.status === 'ready' ? undefined : shared.error;
+      return redis.status === 'ready' ? undefined : state.error;
     },
     get closes() {
-      return shared.closes;
+      return state.closes;
     },
     release() {
-      if (released) return;
-      released = true;
-      shared.users -= 1;
-      if (shared.users > 0) return;
-      shared.stop();
-      watched.delete(redis);
+      if (use.release() === 'last') state.stop();
     },
   };
 }
 
 function watch(redis: RedisClient): Watched {
-  const state: Watched = { error: undefined, closes: 0, users: 0, stop: () => {} };
+  const state: Watched = { error: undefined, closes: 0, stop: () => {} };
   // First: ioredis prints an error nobody listens to, and listening here must not silence that
   // for the owner of a client who does not listen. Run after the owner's listeners, this would
   // miss one that removed itself as it ran (`events.once`, awaiting 'ready').

@@ -6,6 +6,7 @@ import { pause } from '../engine/pause.js';
 import type { RedisClient } from '../protocol.js';
 import { type PubSubMode, pubSubMode } from '../pub-sub-mode.js';
 import { isCluster } from '../topology.js';
+import { perClient } from './per-client.js';
 
 /** How long a channel stays subscribed after its last listener left, so contention does not churn subscriptions. */
 const LINGER_MS = 5_000;
@@ -429,8 +430,8 @@ export interface ListenerLease {
   release(): Promise<void>;
 }
 
-/** Per client, the listener its backends share and how many use it. */
-const shared = new WeakMap<RedisClient, { listener: ReleaseListener; users: number }>();
+/** Per client, the listener its backends share. */
+const listenerOn = perClient((redis) => new ReleaseListener(redis));
 
 /**
  * The release listener of `redis` that every backend on it given no `subscriber` of its own
@@ -444,24 +445,13 @@ const shared = new WeakMap<RedisClient, { listener: ReleaseListener; users: numb
  * locker forcing another one is refused (`checkPubSub`); `'poll'` lockers take no listener.
  */
 export function sharedListener(redis: RedisClient): ListenerLease {
-  let entry = shared.get(redis);
-  if (!entry) {
-    entry = { listener: new ReleaseListener(redis), users: 0 };
-    shared.set(redis, entry);
-  }
-  entry.users += 1;
-  const used = entry;
-  let released = false;
+  const use = listenerOn(redis);
   const lease: ListenerLease = {
-    listener: used.listener,
+    listener: use.value,
     release: async () => {
-      if (released) return;
-      released = true;
-      used.users -= 1;
-      if (used.users > 0) return used.listener.dropInbox(lease);
-      // Taken off first: a backend made on the client while this one closes makes a new one.
-      shared.delete(redis);
-      await used.listener.close();
+      const left = use.release();
+      if (left === 'kept') return use.value.dropInbox(lease);
+      if (left === 'last') await use.value.close();
     },
   };
   return lease;
