@@ -1,5 +1,5 @@
 import { createLocker, legacyProtocol } from '@lock/core';
-import { type RedisServer, startRedis, waitFor } from '@lock/testing';
+import { aclUser, type RedisServer, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { listen } from '../support/waiter-queue.js';
@@ -15,20 +15,15 @@ const LEGACY_COMMANDS =
   'evalsha eval set get del type pttl pexpire pexpiretime pexpireat time incr hset hmget hincrby hlen publish subscribe unsubscribe ping info wait';
 
 async function userWith(server: RedisServer, name: string, commands: string): Promise<Redis> {
-  const admin = server.client();
-  await admin.call(
-    'ACL',
-    'SETUSER',
+  const login = await aclUser(server, {
     name,
-    'reset',
-    'on',
-    '>secret',
-    '~*',
-    '&*',
-    ...commands.split(' ').map((command) => `+${command}`),
-  );
-  admin.disconnect();
-  const redis = new Redis({ ...server.redisOptions, username: name, password: 'secret' });
+    password: 'secret',
+    reset: true,
+    keys: ['*'],
+    channels: ['*'],
+    commands: commands.split(' '),
+  });
+  const redis = new Redis({ ...server.redisOptions, ...login });
   redis.on('error', () => {});
   return redis;
 }

@@ -1,5 +1,5 @@
 import { createLocker, tokenProtocol } from '@lock/core';
-import { startRedis } from '@lock/testing';
+import { aclUser, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { SLOW_POLL, until, untilSubscribed } from '../support/waiter-queue.js';
@@ -8,19 +8,16 @@ import { SLOW_POLL, until, untilSubscribed } from '../support/waiter-queue.js';
 const TOKEN_COMMANDS =
   'evalsha eval set incr hset pexpire hexists hget hincrby pttl get del hgetall publish subscribe unsubscribe ping time zadd zrange zrem hdel info';
 
-/** Gives `user` (password `secret`) the lock keys, `channels` and the token commands. */
+/** Makes `user` (password `secret`) anew: the lock keys, the channel patterns `channels`, the token commands. */
 function setUser(admin: Redis, user: string, channels: readonly string[]) {
-  return admin.call(
-    'ACL',
-    'SETUSER',
-    user,
-    'reset',
-    'on',
-    '>secret',
-    '~{lock:*',
-    ...channels,
-    ...TOKEN_COMMANDS.split(' ').map((command) => `+${command}`),
-  );
+  return aclUser(admin, {
+    name: user,
+    password: 'secret',
+    reset: true,
+    keys: ['{lock:*'],
+    channels,
+    commands: TOKEN_COMMANDS.split(' '),
+  });
 }
 
 /** The inboxes registered for `lock:<key>`'s waiters (fields STX + owner). */
@@ -49,8 +46,8 @@ describe('inboxes under faults', () => {
     await using server = await startRedis();
     const admin = server.client();
     // Allowed the lock channels of its own namespace only: not an inbox named after another key.
-    await setUser(admin, 'orders', ['&{lock:orders:*}:released']);
-    const releaserRedis = new Redis({ ...server.redisOptions, username: 'orders', password: 'secret' });
+    const login = await setUser(admin, 'orders', ['{lock:orders:*}:released']);
+    const releaserRedis = new Redis({ ...server.redisOptions, ...login });
     releaserRedis.on('error', () => {});
     const releaser = createLocker({ redis: releaserRedis });
     // Polls once a minute: only a message can hand it the lock within the test.
@@ -138,8 +135,8 @@ describe('inboxes under faults', () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
-    await setUser(admin, 'narrowed', ['&{lock:*']);
-    const redis = new Redis({ ...server.redisOptions, username: 'narrowed', password: 'secret' });
+    const login = await setUser(admin, 'narrowed', ['{lock:*']);
+    const redis = new Redis({ ...server.redisOptions, ...login });
     redis.on('error', () => {});
     const holder = createLocker({ redis: server.client() });
     const waiter = createLocker({ redis, retry: SLOW_POLL });
@@ -152,7 +149,7 @@ describe('inboxes under faults', () => {
       await (await first).release();
 
       // Redis drops the subscribers of channels the user may no longer use.
-      await setUser(admin, 'narrowed', ['&{lock:*}:released']);
+      await setUser(admin, 'narrowed', ['{lock:*}:released']);
       await until(async () => (await refusedInboxes(admin)).has(inbox!), 'the inbox refused');
       held = await holder.acquire('narrow', { ttl: 30_000 });
       const waiting = waiter.acquire('narrow', { ttl: 30_000, wait: 20_000 });
@@ -176,8 +173,8 @@ describe('inboxes under faults', () => {
   it('an inbox the ACL refuses is asked for once, not again with each key waited for', async () => {
     await using server = await startRedis();
     const admin = server.client();
-    await setUser(admin, 'plain', ['&{lock:*}:released']);
-    const redis = new Redis({ ...server.redisOptions, username: 'plain', password: 'secret' });
+    const login = await setUser(admin, 'plain', ['{lock:*}:released']);
+    const redis = new Redis({ ...server.redisOptions, ...login });
     redis.on('error', () => {});
     const holder = createLocker({ redis: server.client() });
     const waiter = createLocker({ redis, retry: SLOW_POLL });

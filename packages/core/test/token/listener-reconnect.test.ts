@@ -1,5 +1,5 @@
 import { createLocker, ReleaseListener } from '@lock/core';
-import { proxiedClient, type RedisServer, startRedis } from '@lock/testing';
+import { aclUser, proxiedClient, type RedisServer, startRedis } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { SLOW_POLL, until, untilQueued, untilSubscribed } from '../support/waiter-queue.js';
@@ -68,7 +68,14 @@ async function outlastRetries(
 /** A user `narrowed` allowed every key and command, and the channel patterns `channels` only. */
 function narrowedUser(server: RedisServer, admin: Redis) {
   const allow = (...channels: string[]) =>
-    admin.call('ACL', 'SETUSER', 'narrowed', 'reset', 'on', '>secret', '~*', '+@all', ...channels);
+    aclUser(admin, {
+      name: 'narrowed',
+      password: 'secret',
+      reset: true,
+      keys: ['*'],
+      channels,
+      commands: ['@all'],
+    });
   const connect = () => {
     const redis = new Redis({ ...server.redisOptions, username: 'narrowed', password: 'secret' });
     redis.on('error', () => {});
@@ -143,18 +150,15 @@ describe('release listener reconnection', () => {
     await using server = await startRedis();
     const admin = server.client();
     // Not allowed the inboxes: its releases tell waiters on the lock's channel.
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      'rel',
-      'reset',
-      'on',
-      '>secret',
-      '~{lock:*',
-      '&{lock:*}:released',
-      ...TOKEN_COMMANDS.split(' ').map((command) => `+${command}`),
-    );
-    const holderRedis = new Redis({ ...server.redisOptions, username: 'rel', password: 'secret' });
+    const login = await aclUser(admin, {
+      name: 'rel',
+      password: 'secret',
+      reset: true,
+      keys: ['{lock:*'],
+      channels: ['{lock:*}:released'],
+      commands: TOKEN_COMMANDS.split(' '),
+    });
+    const holderRedis = new Redis({ ...server.redisOptions, ...login });
     holderRedis.on('error', () => {});
     const redis = new Redis({ ...server.redisOptions, autoResubscribe: false });
     redis.on('error', () => {});
@@ -187,7 +191,7 @@ describe('release listener reconnection', () => {
     await using server = await startRedis();
     const admin = server.client();
     const user = narrowedUser(server, admin);
-    await user.allow('&*');
+    await user.allow('*');
     const redis = user.connect();
     const holder = createLocker({ redis: server.client() });
     const waiter = createLocker({ redis, retry: SLOW_POLL });
@@ -202,7 +206,7 @@ describe('release listener reconnection', () => {
     await untilSubscribed(admin, '{lock:y}:released', 1);
 
     // Redis drops the connection subscribed to a channel the user may no longer use.
-    await user.allow('&{lock:y}:released', `&${inbox}`);
+    await user.allow('{lock:y}:released', inbox);
     await until(
       async () => Number(((await admin.pubsub('NUMSUB', '{lock:x}:released')) as [string, number])[1]) === 0,
       'the refused channel dropped',
@@ -224,7 +228,7 @@ describe('release listener reconnection', () => {
     await using server = await startRedis();
     const admin = server.client();
     const user = narrowedUser(server, admin);
-    await user.allow('&*');
+    await user.allow('*');
     const redis = user.connect();
     // Two listeners of one channel on one listener, as backends sharing a subscriber have.
     const listener = new ReleaseListener(redis);
@@ -238,7 +242,7 @@ describe('release listener reconnection', () => {
     const inbox = listener.inboxFor(channel)!;
     expect(inbox).toMatch(/^inbox:/);
 
-    await user.allow(`&${inbox}`);
+    await user.allow(inbox);
     await untilRefused(admin, channel);
     await expect(listener.listen(channel, () => {})).rejects.toThrow(/NOPERM/);
     // Before, that failure forgot the channel, and with it the first listener.
