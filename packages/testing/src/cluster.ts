@@ -1,7 +1,7 @@
 import { Cluster, type ClusterOptions } from 'ioredis';
 import { adminClient } from './admin.js';
 import { OwnedClients } from './clients.js';
-import { startServers, stopAfter, stopServers } from './group.js';
+import { nodeOptions, startServers, stopAfter, stopServers } from './group.js';
 import { info } from './info.js';
 import type { Address, RedisServer, RedisServerOptions } from './server.js';
 import { checkInteger } from './validate.js';
@@ -102,14 +102,11 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<R
   checkInteger('nodeTimeout', nodeTimeout, 1);
   checkInteger('timeout', timeout, 1);
   const nodes = await startServers(masterCount * (1 + replicasPerMaster), (index) => {
-    const own = options.node?.(index);
+    const own = nodeOptions(options.server, options.node?.(index));
     return {
-      ...options.server,
       ...own,
-      env: { ...options.server?.env, ...own?.env },
       config: {
-        ...options.server?.config,
-        ...own?.config,
+        ...own.config,
         'cluster-enabled': 'yes',
         'cluster-config-file': 'nodes.conf',
         'cluster-node-timeout': nodeTimeout,

@@ -20,6 +20,22 @@ export async function startServers(
 }
 
 /**
+ * One node's options over those of every node: its own fields win, `config` and `env` are merged
+ * key by key, so a node can add one directive or variable without repeating the others.
+ */
+export function nodeOptions(
+  server: RedisServerOptions | undefined,
+  own: RedisServerOptions | undefined,
+): RedisServerOptions {
+  return {
+    ...server,
+    ...own,
+    env: { ...server?.env, ...own?.env },
+    config: { ...server?.config, ...own?.config },
+  };
+}
+
+/**
  * Stops the servers a failed setup started, then throws its error: the one that says what went
  * wrong, also when a stop fails too (then both, in an `AggregateError`, the setup's first).
  */

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { adminClient } from './admin.js';
 import { OwnedClients } from './clients.js';
-import { startServers, stopAfter, stopGroups } from './group.js';
+import { nodeOptions, startServers, stopAfter, stopGroups } from './group.js';
 import { info } from './info.js';
 import { type Address, type RedisServer, type RedisServerOptions, startRedis } from './server.js';
 import { checkInteger } from './validate.js';
@@ -23,6 +23,12 @@ export interface StartSentinelOptions {
   failoverTimeout?: number;
   /** Options of the master and replica processes. Default: none. */
   server?: RedisServerOptions;
+  /**
+   * Options of one data server's process, by its index in `nodes` (`0` the master, `1..` the
+   * replicas), over `server` (`config` and `env` merged key by key): e.g. a `SkewClock`'s `env`
+   * for the replica a failover will promote. A replica's `replicaof` is added. Default: none.
+   */
+  node?: (index: number) => RedisServerOptions | undefined;
   /** Milliseconds to wait for replication and sentinels to settle, at start and in `failover()`. Default: `30_000`. */
   timeout?: number;
 }
@@ -78,10 +84,14 @@ export async function startSentinel(options: StartSentinelOptions = {}): Promise
   if (!/^[\w.-]+$/.test(masterName)) throw new RangeError(`masterName must be a word, got '${masterName}'`);
   const started: RedisServer[] = [];
   try {
-    const master = await startRedis(options.server);
+    const master = await startRedis(nodeOptions(options.server, options.node?.(0)));
     started.push(master);
-    const replicaConfig = { ...options.server?.config, replicaof: `${master.host} ${master.port}` };
-    started.push(...(await startServers(replicas, { ...options.server, config: replicaConfig })));
+    started.push(
+      ...(await startServers(replicas, (index) => {
+        const own = nodeOptions(options.server, options.node?.(index + 1));
+        return { ...own, config: { ...own.config, replicaof: `${master.host} ${master.port}` } };
+      })),
+    );
     const nodes = [...started];
     await Promise.all(nodes.slice(1).map((replica) => waitForLink(replica, master, timeout)));
     const sentinels = await startServers(sentinelCount, {

@@ -77,6 +77,33 @@ describe('startSentinel', () => {
   });
 });
 
+describe('startSentinel with per-node options', () => {
+  it('node(index) gives one data server its own options over server, config merged key by key', async () => {
+    const setup = await useSentinel({
+      replicas: 2,
+      sentinels: 1,
+      server: { config: { 'maxmemory-policy': 'noeviction', 'replica-priority': 100 } },
+      node: (index) => (index === 2 ? { config: { 'replica-priority': 50 } } : undefined),
+    });
+    const config = async (node: number, name: string) =>
+      ((await setup.nodes[node]!.client().call('CONFIG', 'GET', name)) as string[])[1];
+    expect(await Promise.all([0, 1, 2].map((node) => config(node, 'replica-priority')))).toEqual([
+      '100',
+      '100',
+      '50',
+    ]);
+    expect(await Promise.all([0, 1, 2].map((node) => config(node, 'maxmemory-policy')))).toEqual([
+      'noeviction',
+      'noeviction',
+      'noeviction',
+    ]);
+    // Its own config does not replace the replicaof the replica is started with.
+    expect(await setup.nodes[2]!.client().info('replication')).toContain(
+      `master_port:${setup.nodes[0]!.port}\r`,
+    );
+  });
+});
+
 describe('sentinels that stop answering', () => {
   it('master() and failover() skip a paused sentinel and ask the others in turn', async () => {
     const setup = await useSentinel({ replicas: 1, sentinels: 3 });

@@ -23,20 +23,22 @@ afterEach(() => {
 
 describe.skipIf(skip)('behind Sentinel, a failover to a replica whose clock is off', () => {
   it("'refuse' refuses after the failover, with ClockSkewError naming the promoted master; the lock taken before is still released", async () => {
-    const clock = createSkewClock(0);
+    const clock = createSkewClock(SKEW);
     try {
-      // startSentinel gives the master and its replica the same process options, so both share
-      // the shim's offset: it is moved only once the old master's clock has been read in step,
-      // and that connection's reading is not taken again until it reconnects.
-      await using sentinel = await startSentinel({ replicas: 1, sentinels: 3, server: { env: clock.env } });
+      // Only the replica (node 1) runs the shim: the master's clock is in step from the start.
+      await using sentinel = await startSentinel({
+        replicas: 1,
+        sentinels: 3,
+        node: (index) => (index === 1 ? { env: clock.env } : undefined),
+      });
       const old = await sentinel.master();
-      const replica = sentinel.nodes.find((node) => node !== old)!;
+      const replica = sentinel.nodes[1]!;
+      expect(replica).not.toBe(old);
       const redis = sentinel.client();
       redis.on('error', () => {});
       const locker = createLocker({ redis, clockSkew: { margin: 1_000, action: 'refuse' } });
       const held = await locker.acquire('held', { ttl: 60_000, wait: 0 });
       const warnings = skewWarnings();
-      clock.set(SKEW);
       const onReplica = replica.client();
       await waitFor(
         `the replica's clock to be ${SKEW} ms off`,
