@@ -7,7 +7,7 @@ export { currentChain, newChain, runInChain, runWithChain } from './chain.js';
 export { clockDrift } from './clock-drift.js';
 export type { ClockSkewOptions } from './clock-skew.js';
 export { createLocker, type LockerOptions } from './create-locker.js';
-export { bounded } from './engine/deadline.js';
+export { bounded, CommandTimeoutError } from './engine/deadline.js';
 export { detached } from './engine/detached.js';
 export { createEngine, type EngineOptions } from './engine/engine.js';
 export {

@@ -2,9 +2,13 @@ import type { Inspection, ReleaseReply } from './protocol.js';
 
 /** Backoff between acquisition attempts while waiting (release messages usually wake a waiter first). */
 export interface RetryOptions {
-  /** First delay in ms. Default: `50`. */
+  /**
+   * Delays in ms start at half of this after the first refusal and double up to `max`; a waiter
+   * Redis queued sleeps `max` between attempts (a release hands it the lock or names it). A
+   * positive integer below 2^31, at most `max`. Default: `50`.
+   */
   readonly base?: number;
-  /** Largest delay in ms; also the bound on how long a missed release message can delay a waiter. Default: `1_000`. */
+  /** Largest delay in ms (a positive integer below 2^31); also the bound on how long a missed release message can delay a waiter. Default: `1_000`. */
   readonly max?: number;
   /** Fraction of each delay drawn at random, 0 to 1, so waiters do not retry in lockstep. Default: `0.5`. */
   readonly jitter?: number;
@@ -38,7 +42,7 @@ export interface AcquireOptions {
   readonly ttl?: number;
   /** How long to wait for a busy lock, in ms; `0` tries once, `Infinity` waits until aborted. Default: the locker's `wait` (10 000). */
   readonly wait?: number;
-  /** Renew the lock every ttl/3 until released. Default: `true` when no `ttl` was given, else `false`. */
+  /** Renew the lock every ttl/3 until released. Default: the locker's `renew` (`true`) when no `ttl` was given, else `false`. */
   readonly renew?: boolean;
   /** Stops a waiting acquire; the call then rejects with `LockAbortError` and leaves nothing in Redis. */
   readonly signal?: AbortSignal;

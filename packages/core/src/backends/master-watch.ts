@@ -114,6 +114,11 @@ interface Stamp {
   generation: number;
   /** On a cluster, the master the client routed the counter's slot to when it stamped. */
   readonly node: string | undefined;
+  /**
+   * On a cluster, the master that answered: where the client routes the slot once the answer is
+   * in (a MOVED reply on the way sent the stamp on to the slot's new master).
+   */
+  servedBy: string | undefined;
   /** The run id of the master that answered, once it has. */
   runId: string | undefined;
   pending: Promise<void> | undefined;
@@ -161,7 +166,7 @@ export class MasterWatch {
   private readonly restamp = () => {
     const cluster = isCluster(this.redis);
     for (const [counter, stamp] of this.stamps) {
-      if (cluster && stamp.node === this.nodeOf(counter)) continue;
+      if (cluster && (stamp.servedBy ?? stamp.node) === this.nodeOf(counter)) continue;
       this.stamp(counter).pending?.catch(() => {});
     }
   };
@@ -206,6 +211,32 @@ export class MasterWatch {
         ),
       });
     });
+  }
+
+  /** On a cluster, the master that answered the stamp a grant of `resource` is about to rely on (see `movedSince`). */
+  stampedAt(resource: string): string | undefined {
+    if (!isCluster(this.redis)) return undefined;
+    const counter = this.counterFor(resource);
+    return counter === undefined ? undefined : this.stamps.get(counter)?.servedBy;
+  }
+
+  /**
+   * Whether the slot of `resource`'s counter is served by another master than `node` (what
+   * `stampedAt` answered before the grant was sent), now that the grant's reply is in. ioredis
+   * follows a MOVED reply to a slot's new master at once, before the slot refresh that makes the
+   * next grant wait for a stamp there: a grant made that way (a failover or a resharding this
+   * client had not seen) drew its fence from a counter nobody raised for the change, on a master
+   * whose clock nobody read. The counter is then stamped again before the next grant. False
+   * without a node (no cluster, no stamp answered: a user the ACL denies it).
+   */
+  movedSince(resource: string, node: string | undefined): boolean {
+    if (node === undefined) return false;
+    const counter = this.counterFor(resource)!;
+    if (this.nodeOf(counter) === node) return false;
+    const stamp = this.stamps.get(counter);
+    // Unless the slot refresh that followed the MOVED made a new stamp already.
+    if (stamp?.servedBy === node) stamp.generation = -1;
+    return true;
   }
 
   /** A fence drawn from the resource's counter (a grant, a handed-on grant): the counter reached it. */
@@ -253,6 +284,7 @@ export class MasterWatch {
     const stamp: Stamp = {
       generation: this.events.generation,
       node: this.nodeOf(counter),
+      servedBy: undefined,
       runId: previous,
       pending: undefined,
       skew: undefined,
@@ -265,10 +297,11 @@ export class MasterWatch {
       (reply) => {
         const [runId, raised, time, value] = reply as [string, number, [string, string], string];
         stamp.runId = String(runId);
+        stamp.servedBy = this.nodeOf(counter);
         stamp.pending = undefined;
         const reached = Number(value);
         if (reached > (this.reached.get(counter) ?? 0)) this.reached.set(counter, reached);
-        this.checkClock(stamp, counter, time, sentAt, Date.now());
+        this.checkClock(stamp, time, sentAt, Date.now());
         // Raised under the master it last saw: the counter lost writes (or another master
         // stamped it in between), and the locks on this master may have gone with them.
         if (previous !== undefined && (stamp.runId !== previous || raised === 1)) {
@@ -295,13 +328,7 @@ export class MasterWatch {
    * so a promoted replica (or a master after a jump) whose clock is off ends every lock early or
    * late by that much, while holders count their leases on their own clock.
    */
-  private checkClock(
-    stamp: Stamp,
-    counter: string,
-    time: [string, string],
-    sentAt: number,
-    receivedAt: number,
-  ): void {
+  private checkClock(stamp: Stamp, time: [string, string], sentAt: number, receivedAt: number): void {
     const verdict = readClock(this.clockSkew, time, sentAt, receivedAt);
     if (verdict === undefined) return;
     if (verdict === 'unsure') {
@@ -310,9 +337,9 @@ export class MasterWatch {
       return;
     }
     const runId = stamp.runId!;
-    // A fresh cluster client's first stamp is sent before its slot map is loaded (no node known
-    // then); by its answer the map routes the slot, and the node that answered is named.
-    const address = stamp.node ?? this.nodeOf(counter) ?? socketAddress(this.redis);
+    // The node that answered, not the one the stamp was sent to: a fresh cluster client's first
+    // stamp goes out before its slot map is loaded, and one sent to a demoted master is moved on.
+    const address = stamp.servedBy ?? socketAddress(this.redis);
     const server = `${address === undefined ? '' : `${address} `}(run_id ${runId.slice(0, 8)})`;
     stamp.skew = foundOff(this.clockSkew, runId, server, verdict);
     if (stamp.skew) stamp.generation = -1;

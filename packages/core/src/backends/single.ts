@@ -1,7 +1,8 @@
 import type { BackendExtension, BackendRefusal, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import { type ClockSkewOptions, checkClockSkew } from '../clock-skew.js';
-import { InvalidOptionError, ReplicationError } from '../errors.js';
+import { refuseUnknown } from '../engine/options.js';
+import { InvalidOptionError, LockUnavailableError, ReplicationError } from '../errors.js';
 import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
@@ -53,6 +54,7 @@ export function singleBackend(
   protocol: LockProtocol,
   options: SingleBackendOptions = {},
 ): LockBackend {
+  refuseUnknown(options, ['replication', 'subscriber', 'eviction', 'clockSkew'], 'the singleBackend options');
   const clockSkew = checkClockSkew(options.clockSkew);
   // The clock is read with the fence counter's stamp: a format without one would never be checked.
   if (clockSkew.action === 'refuse' && !protocol.fenceCounter) {
@@ -96,6 +98,21 @@ export function singleBackend(
     return stamping ? stamping.then(send) : send();
   };
   // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
+  // An owner that is not fresh has other holds in use: a plain release resent by the client after
+  // a reconnect would take off one of them. Named by the attempt, the undo takes off only the
+  // hold that attempt added, once. A format without an undo of its own takes off one hold, with
+  // the attempt as the release's id so that a copy takes off none; once that grant's lease has
+  // ended, that may be a hold taken since (said in the README). A fresh owner's grant is its
+  // call's only hold.
+  const undoAttempt = (resource: string, owner: string, token: string, context: AttemptContext | undefined) =>
+    stamped(resource, () => {
+      const attempt = context?.attempt;
+      if (context?.fresh || !attempt) return protocol.release(redis, resource, owner, token);
+      return protocol.undo
+        ? protocol.undo(redis, resource, owner, token, attempt, context)
+        : protocol.release(redis, resource, owner, token, undefined, attempt);
+    });
+
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
     throw error;
@@ -121,6 +138,7 @@ export function singleBackend(
       if (unchecked) await unchecked;
       const stamping = watch?.readyToGrant(resource);
       if (stamping) await stamping;
+      const stampedAt = watch?.stampedAt(resource);
       const planned = replication.plan();
       const plan = planned instanceof Promise ? await planned : planned;
       // The call's abandon went out while the server was being checked: sent now, the attempt
@@ -156,6 +174,11 @@ export function singleBackend(
           return noticeDemotion(error);
         });
       if (!reply.acquired) return reply;
+      if (watch?.movedSince(resource, stampedAt)) {
+        // Undone behind a stamp of the slot's new master: the change is seen, its clock read.
+        await undoAttempt(resource, owner, reply.token, context).catch(() => {});
+        throw new LockUnavailableError(resource, 'acquire', { cause: new Error(MOVED_GRANT) });
+      }
       // Only a new grant drew its fence from the counter: a re-entry reports the hold's, which a
       // lock taken before the upgrade drew from its own per-key counter, not from this one.
       if (reply.holds === 1) watch?.drew(resource, reply.fence);
@@ -208,19 +231,7 @@ export function singleBackend(
     },
 
     async undo(resource, owner, token, context) {
-      const { attempt } = context;
-      // An owner that is not fresh has other holds in use: a plain release resent by the client
-      // after a reconnect would take off one of them. Named by the attempt, the undo takes off
-      // only the hold that attempt added, once. A format without an undo of its own takes off one
-      // hold, with the attempt as the release's id so that a copy takes off none; once that
-      // grant's lease has ended, that may be a hold taken since (said in the README). A fresh
-      // owner's grant is its call's only hold.
-      await stamped(resource, () => {
-        if (context.fresh || !attempt) return protocol.release(redis, resource, owner, token);
-        return protocol.undo
-          ? protocol.undo(redis, resource, owner, token, attempt, context)
-          : protocol.release(redis, resource, owner, token, undefined, attempt);
-      });
+      await undoAttempt(resource, owner, token, context);
     },
 
     async extend(resource, owner, token, ttl) {
@@ -285,6 +296,10 @@ export function singleBackend(
     },
   };
 }
+
+/** Why a grant ioredis moved to a slot's new master was undone (see `MasterWatch.movedSince`). */
+const MOVED_GRANT =
+  "granted by a cluster node this client had not checked yet (the slot's master changed): undone, and the node checked";
 
 /** The refusal of an attempt an abandon cancelled before its script was sent. */
 const CANCELLED: BackendRefusal = { acquired: false, remaining: -1 };

@@ -363,6 +363,23 @@ it('a subscriber that is not a ReleaseListener, false or left out is refused, be
   expect(redis.listenerCount('close')).toBe(listening);
 });
 
+it('an option singleBackend does not know is refused by name, with the one it likely stands for, before the backend takes anything on the client', async () => {
+  await using server = await startRedis();
+  const redis = server.client();
+  const listening = redis.listenerCount('close');
+  const refusal = (() => {
+    try {
+      singleBackend(redis, tokenProtocol(), { subscribr: false } as never);
+    } catch (error) {
+      return error;
+    }
+  })();
+  expect(refusal).toBeInstanceOf(InvalidOptionError);
+  expect(refusal).toMatchObject({ option: 'subscribr' });
+  expect((refusal as Error).message).toMatch(/the singleBackend options: .*\. Did you mean "subscriber"\?$/);
+  expect(redis.listenerCount('close')).toBe(listening);
+});
+
 it('checkPubSub names one allowed value alone, refuses an empty list, and notes createLocker’s poll only for the default', async () => {
   await using server = await startRedis();
   const redis = server.client();
