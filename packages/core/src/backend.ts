@@ -24,6 +24,12 @@ export interface BackendGrant {
    * Default: false.
    */
   readonly confirmed?: boolean;
+  /**
+   * Why the grant, made, must not be handed out (on a cluster, one ioredis moved to a master this
+   * client had not checked): the engine undoes it and tries again while the wait lasts, as when
+   * Redis is unavailable, with this as the `LockUnavailableError`'s cause. Default: none.
+   */
+  readonly unusable?: Error;
 }
 
 /** A successful renewal: the lock is certainly held for `validity` ms from the send time. */

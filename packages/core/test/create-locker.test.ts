@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import { createLocker, InvalidOptionError, legacyProtocol } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, chai, describe, expect, it, vi } from 'vitest';
 
 describe('createLocker', () => {
   let server: RedisServer;
@@ -57,6 +57,32 @@ describe('createLocker', () => {
     );
     expect(() => createLocker({ redis, timeout: 5 } as never)).toThrow(/unknown option "timeout" \(expected/);
     expect(await redis.dbsize()).toBe(keys);
+  });
+
+  it("prints a locker and a handle by what they are: chai's printer never calls inspect(key) with a depth", async () => {
+    const locker = createLocker({ redis, id: 'printed' });
+    const handle = await locker.acquire('shown', { ttl: 5_000 });
+    const inspected = vi.spyOn(locker, 'inspect');
+    // chai prints an object with a method named `inspect` by calling it: a lock read with a number for key.
+    const { truncateThreshold } = chai.config;
+    chai.config.truncateThreshold = 0;
+    let printed: string;
+    try {
+      printed = chai.util.inspect({ handle, locker });
+    } finally {
+      chai.config.truncateThreshold = truncateThreshold;
+    }
+    expect(inspected).not.toHaveBeenCalled();
+    expect(printed).toMatch(
+      /^{ handle: LockHandle { key: 'shown', owner: '[^']+', fence: \d+, holds: 1, released: false }, locker: Locker { id: 'printed', protocol: 'token', prefix: 'lock:' } }$/,
+    );
+    expect(inspect(handle, { breakLength: Number.POSITIVE_INFINITY })).toMatch(
+      /^LockHandle { key: 'shown', owner: '[^']+', fence: \d+, holds: 1, released: false }$/,
+    );
+    expect(inspect(locker)).toBe("Locker { id: 'printed', protocol: 'token', prefix: 'lock:' }");
+    await handle.release();
+    expect(inspect(handle)).toContain('released: true');
+    await locker.close();
   });
 
   it('names an unknown option and the one it likely stands for, without showing a client passed in it', () => {

@@ -159,7 +159,7 @@ export class MasterWatch {
   private readonly stamps = new Map<string, Stamp>();
   /** Per counter, the highest value this client knows it reached. */
   private readonly reached = new Map<string, number>();
-  /** The counter of the resource asked last: an acquisition asks twice (`ready`, `drew`). */
+  /** The counter of the resource asked last: an acquisition asks up to four times for one resource. */
   private lastResource: string | undefined;
   private lastCounter: string | undefined;
   private readonly listeners = new Set<MasterChangeListener>();
@@ -227,7 +227,8 @@ export class MasterWatch {
    * next grant wait for a stamp there: a grant made that way (a failover or a resharding this
    * client had not seen) drew its fence from a counter nobody raised for the change, on a master
    * whose clock nobody read. The counter is then stamped again before the next grant. False
-   * without a node (no cluster, no stamp answered: a user the ACL denies it).
+   * without a node (no cluster, no stamp answered: a user the ACL denies it, who is warned that
+   * fences may go backwards).
    */
   movedSince(resource: string, node: string | undefined): boolean {
     if (node === undefined) return false;

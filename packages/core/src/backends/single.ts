@@ -2,7 +2,7 @@ import type { BackendExtension, BackendRefusal, LockBackend, ReleaseNotice } fro
 import { clockDrift } from '../clock-drift.js';
 import { type ClockSkewOptions, checkClockSkew } from '../clock-skew.js';
 import { refuseUnknown } from '../engine/options.js';
-import { InvalidOptionError, LockUnavailableError, ReplicationError } from '../errors.js';
+import { InvalidOptionError, ReplicationError } from '../errors.js';
 import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
@@ -97,7 +97,6 @@ export function singleBackend(
     const stamping = watch?.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
-  // A renewal answered READONLY reached a demoted master: the locks it holds may be gone.
   // An owner that is not fresh has other holds in use: a plain release resent by the client after
   // a reconnect would take off one of them. Named by the attempt, the undo takes off only the
   // hold that attempt added, once. A format without an undo of its own takes off one hold, with
@@ -113,6 +112,7 @@ export function singleBackend(
         : protocol.release(redis, resource, owner, token, undefined, attempt);
     });
 
+  // A reply READONLY came from a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
     throw error;
@@ -175,9 +175,9 @@ export function singleBackend(
         });
       if (!reply.acquired) return reply;
       if (watch?.movedSince(resource, stampedAt)) {
-        // Undone behind a stamp of the slot's new master: the change is seen, its clock read.
-        await undoAttempt(resource, owner, reply.token, context).catch(() => {});
-        throw new LockUnavailableError(resource, 'acquire', { cause: new Error(MOVED_GRANT) });
+        // The engine's undo goes behind a stamp of the slot's new master: the change is seen, its clock read.
+        const { fence, holds, token } = reply;
+        return { acquired: true, fence, holds, token, validity: ttl, unusable: new Error(MOVED_GRANT) };
       }
       // Only a new grant drew its fence from the counter: a re-entry reports the hold's, which a
       // lock taken before the upgrade drew from its own per-key counter, not from this one.

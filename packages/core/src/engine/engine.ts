@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import { type InspectOptions, inspect } from 'node:util';
 import { warnIfLeaveRefused } from '../acl-refusal.js';
 import type { LockBackend, ReleaseWitness } from '../backend.js';
 import { unavailableOn } from '../backends/connection-errors.js';
@@ -274,6 +275,15 @@ class Engine implements Locker {
     if (lost) throw lost.with(outcome);
     if (outcome.status === 'rejected') throw outcome.reason;
     return outcome.value;
+  }
+
+  /**
+   * How printers show a locker: chai's, finding no such method, would call `inspect(key)` with a
+   * depth for key, and print a promise whose rejection nobody handles.
+   */
+  [inspect.custom](_depth: number, options: InspectOptions, print: typeof inspect): string {
+    const shown = { id: this.id, protocol: this.backend.protocol.name, prefix: this.prefix };
+    return `Locker ${print(shown, options)}`;
   }
 
   async inspect(key: string): Promise<LockInspection> {
@@ -803,18 +813,19 @@ class Engine implements Locker {
         }
         let remaining: number;
         if (attempt.acquired) {
-          if (!signal.aborted && this.clock() < sentAt + attempt.validity) {
+          const { unusable } = attempt;
+          if (unusable === undefined && !signal.aborted && this.clock() < sentAt + attempt.validity) {
             call.acquired = true;
             return this.grant(request, attempt, sentAt, started, attempts, handoff, call);
           }
           await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
-          // The reply came back after the lease it granted could have ended: never hand that out.
-          // The key was free, so past the wait this is Redis being too slow, not a busy lock.
+          // A reply that came back after the lease it granted could have ended is never handed
+          // out either. The key was free, so past the wait this is Redis being too slow, not a busy lock.
           unreachable = new LockUnavailableError(
             request.key,
             'acquire',
-            pastValidity('granted', this.clock() - sentAt, attempt.validity),
+            unusable ? { cause: unusable } : pastValidity('granted', this.clock() - sentAt, attempt.validity),
           );
           remaining = -1;
         } else {

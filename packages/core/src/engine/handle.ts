@@ -1,3 +1,4 @@
+import { type InspectOptions, inspect } from 'node:util';
 import { NotOwnerError } from '../errors.js';
 import type { ReleaseReply } from '../protocol.js';
 import type { Lock } from '../types.js';
@@ -93,6 +94,12 @@ export class LockHandle implements Lock {
       });
     }
     return this.releasing;
+  }
+
+  /** Its fields, not the engine's and the hold's: chai's printer would call the engine's `inspect(key)` with a depth. */
+  [inspect.custom](_depth: number, options: InspectOptions, print: typeof inspect): string {
+    const { key, owner, fence, holds, released } = this;
+    return `LockHandle ${print({ key, owner, fence, holds, released }, options)}`;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
