@@ -112,7 +112,7 @@ export class RLock {
   }
 
   async isLocked(): Promise<boolean> {
-    return (await this.inspect('isLocked')).held;
+    return (await this.readState('isLocked')).held;
   }
 
   async isHeldByCurrentThread(options: ThreadOptions = {}): Promise<boolean> {
@@ -142,7 +142,8 @@ export class RLock {
     return this.client.protocols[this.kind];
   }
 
-  protected inspect(operation: string) {
+  /** Not named `inspect`: chai's printer calls a method of that name, and would send this read. */
+  protected readState(operation: string) {
     return this.client.call(this.name, operation, this.protocol.inspect(this.client.redis, this.resource));
   }
 
@@ -200,7 +201,7 @@ export class RFencedLock extends RLock {
 
   /** The last token handed out, or null before the first acquisition. */
   async getToken(): Promise<number | null> {
-    return (await this.inspect('getToken')).fence;
+    return (await this.readState('getToken')).fence;
   }
 }
 

@@ -10,7 +10,7 @@ import {
 } from '@lock/core';
 import { refusalHiding, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { chai, describe, expect, it } from 'vitest';
 import { createRedisson, FairLockProtocol, NoThreadError, type Redisson } from '../src/index.js';
 import { useRedisson } from './helpers/server.js';
 
@@ -59,6 +59,13 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
       await lock.unlock();
     });
     expect(await redis.exists('orders:42')).toBe(0);
+  });
+
+  it("printing a lock sends nothing to Redis: chai's printer calls a method named inspect", async () => {
+    const lock = redisson.getFencedLock('printed');
+    const before = await commandCalls(redis);
+    chai.util.inspect(lock);
+    expect(await commandCalls(redis)).toEqual(before);
   });
 
   it('lock then unlock inside run() works, and isHeldByCurrentThread follows it', async () => {
@@ -362,3 +369,10 @@ describe('createRedisson: the Java-shaped API on the engine', () => {
     await fair.unlock({ threadId: 1 });
   });
 });
+
+/** Calls per command the server has run so far, INFO's own left out. */
+async function commandCalls(redis: Redis): Promise<Record<string, number>> {
+  const info = await redis.info('commandstats');
+  const calls = [...info.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)].filter(([, name]) => name !== 'info');
+  return Object.fromEntries(calls.map(([, name, count]) => [name, Number(count)]));
+}
