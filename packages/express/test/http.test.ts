@@ -94,6 +94,18 @@ describe('key templates', () => {
     );
   });
 
+  it('names every kind of value a key takes when a client sends an array or an object', () => {
+    const template = parseKeyTemplate('order:{body.id}');
+    expect(renderKey(template, { body: { id: 12n } })).toBe('order:12');
+    expect(renderKey(template, { body: { id: true } })).toBe('order:true');
+    expect(() => renderKey(template, { body: { id: [1] } })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_LOCK_HTTP_BAD_VALUE',
+        message: '{body.id} must be a single string, number, bigint or boolean for the lock key',
+      }),
+    );
+  });
+
   it('names a number that is not finite as such: every failed parse would share order:NaN', () => {
     const template = parseKeyTemplate('order:{body.id}');
     for (const id of [Number.NaN, Number.POSITIVE_INFINITY]) {

@@ -15,7 +15,11 @@ export class KeyTemplateError extends LockError {
 export type RequestKeyCode =
   /** A query, header or body value, or an optional route param, named by the template is absent or empty: 400. */
   | 'ERR_LOCK_HTTP_MISSING_VALUE'
-  /** A client-supplied value is not a single string or number, or makes a key the locker refuses: 400. */
+  /**
+   * A client-supplied value is not a single string, number, bigint or boolean (an array, an
+   * object), is a number that is not finite, holds a lone UTF-16 surrogate, or makes a key the
+   * locker refuses: 400.
+   */
   | 'ERR_LOCK_HTTP_BAD_VALUE'
   /** The route does not declare a param named by the template: the middleware is mounted on the wrong route, 500. */
   | 'ERR_LOCK_HTTP_MISSING_PARAM'

@@ -167,7 +167,7 @@ function placeholderValue(
           )
         : new RequestKeyError(
             'ERR_LOCK_HTTP_BAD_VALUE',
-            `{${placeholder.text}} must be a single string or number for the lock key`,
+            `{${placeholder.text}} must be a single string, number, bigint or boolean for the lock key`,
           );
   }
 }
