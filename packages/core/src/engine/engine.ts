@@ -278,8 +278,8 @@ class Engine implements Locker {
   }
 
   /**
-   * How printers show a locker: chai's, finding no such method, would call `inspect(key)` with a
-   * depth for key, and print a promise whose rejection nobody handles.
+   * How printers show a locker. Without it chai's printer calls a method named `inspect`: here a
+   * lock read with a depth for key, whose rejection nobody handles.
    */
   [inspect.custom](_depth: number, options: InspectOptions, print: typeof inspect): string {
     const shown = { id: this.id, protocol: this.backend.protocol.name, prefix: this.prefix };
@@ -820,8 +820,9 @@ class Engine implements Locker {
           }
           await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
-          // A reply that came back after the lease it granted could have ended is never handed
-          // out either. The key was free, so past the wait this is Redis being too slow, not a busy lock.
+          // Neither a grant the backend found unusable nor one whose reply came back after the
+          // lease it granted could have ended is handed out. The key was free, so past the wait
+          // this is Redis being unavailable or too slow, not a busy lock.
           unreachable = new LockUnavailableError(
             request.key,
             'acquire',
