@@ -97,21 +97,6 @@ export function singleBackend(
     const stamping = watch?.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
-  // An owner that is not fresh has other holds in use: a plain release resent by the client after
-  // a reconnect would take off one of them. Named by the attempt, the undo takes off only the
-  // hold that attempt added, once. A format without an undo of its own takes off one hold, with
-  // the attempt as the release's id so that a copy takes off none; once that grant's lease has
-  // ended, that may be a hold taken since (said in the README). A fresh owner's grant is its
-  // call's only hold.
-  const undoAttempt = (resource: string, owner: string, token: string, context: AttemptContext | undefined) =>
-    stamped(resource, () => {
-      const attempt = context?.attempt;
-      if (context?.fresh || !attempt) return protocol.release(redis, resource, owner, token);
-      return protocol.undo
-        ? protocol.undo(redis, resource, owner, token, attempt, context)
-        : protocol.release(redis, resource, owner, token, undefined, attempt);
-    });
-
   // A reply READONLY came from a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch?.demoted();
@@ -231,7 +216,19 @@ export function singleBackend(
     },
 
     async undo(resource, owner, token, context) {
-      await undoAttempt(resource, owner, token, context);
+      const { attempt } = context;
+      // An owner that is not fresh has other holds in use: a plain release resent by the client
+      // after a reconnect would take off one of them. Named by the attempt, the undo takes off
+      // only the hold that attempt added, once. A format without an undo of its own takes off one
+      // hold, with the attempt as the release's id so that a copy takes off none; once that
+      // grant's lease has ended, that may be a hold taken since (said in the README). A fresh
+      // owner's grant is its call's only hold.
+      await stamped(resource, () => {
+        if (context.fresh || !attempt) return protocol.release(redis, resource, owner, token);
+        return protocol.undo
+          ? protocol.undo(redis, resource, owner, token, attempt, context)
+          : protocol.release(redis, resource, owner, token, undefined, attempt);
+      });
     },
 
     async extend(resource, owner, token, ttl) {
