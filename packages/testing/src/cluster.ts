@@ -56,6 +56,33 @@ export interface ClusterFailover {
   demoted: RedisServer;
 }
 
+/** Options of `RedisCluster.migrateSlot`. */
+export interface MigrateSlotOptions {
+  /** The master the slot moves to. Default: the first other master, in `masters` order, that is running and not paused. */
+  to?: RedisServer;
+  /** Milliseconds for each step: agreeing on the slot's master, moving keys, the convergence. Default: the cluster's `timeout`. */
+  timeout?: number;
+}
+
+/**
+ * A slot on its way to another master, as `redis-cli --cluster reshard` moves it: marked
+ * IMPORTING on `to` and MIGRATING on `from`. Meanwhile `from` answers a command whose keys are
+ * all still there, sends one whose keys are all gone on with `ASK`, and answers one whose keys
+ * are split between the two `TRYAGAIN`.
+ */
+export interface SlotMigration {
+  readonly slot: number;
+  readonly from: RedisServer;
+  readonly to: RedisServer;
+  /**
+   * Moves keys of the slot still on `from` to `to` (`MIGRATE`): those named, or up to a count of
+   * them in `CLUSTER GETKEYSINSLOT` order; resolves with the keys moved. Default: all of them.
+   */
+  moveKeys(which?: number | readonly string[]): Promise<string[]>;
+  /** Moves the keys left, gives the slot to `to` on every master (`CLUSTER SETSLOT … NODE`), and resolves once every running node names `to` its master. */
+  finish(): Promise<void>;
+}
+
 /** The slots one master was given at start. */
 export interface SlotRange {
   start: number;
@@ -84,6 +111,11 @@ export interface RedisCluster {
    * `replicas` and `slotRanges` keep describing the cluster at start.
    */
   failover(shard: ClusterShard, options?: ClusterFailoverOptions): Promise<ClusterFailover>;
+  /**
+   * Starts moving the slot of `shard` from its master to another (`to`): resolves once the slot
+   * is marked on both, with no key moved yet; the test moves them and finishes (see `SlotMigration`).
+   */
+  migrateSlot(shard: ClusterShard, options?: MigrateSlotOptions): Promise<SlotMigration>;
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
@@ -254,7 +286,7 @@ class ClusterSetup implements RedisCluster {
 
   async failover(shard: ClusterShard, options: ClusterFailoverOptions = {}): Promise<ClusterFailover> {
     const { mode, timeout = this.timeout } = options;
-    checkShard(shard);
+    checkShard(shard, 'failover');
     if (mode !== undefined && mode !== 'FORCE' && mode !== 'TAKEOVER')
       throw new RangeError(`mode must be 'FORCE' or 'TAKEOVER', got ${String(mode)}`);
     checkInteger('timeout', timeout, 1);
@@ -294,6 +326,85 @@ class ClusterSetup implements RedisCluster {
       { timeout, interval: 100 },
     );
     return { slots, promoted, demoted: master };
+  }
+
+  async migrateSlot(shard: ClusterShard, options: MigrateSlotOptions = {}): Promise<SlotMigration> {
+    const { timeout = this.timeout } = options;
+    checkShard(shard, 'migrateSlot');
+    checkInteger('timeout', timeout, 1);
+    let from: RedisServer | undefined;
+    let slot = 0;
+    await waitFor(
+      `the running cluster nodes to agree on the master of ${describeShard(shard)}`,
+      async () => {
+        slot = shard.slot ?? (await this.keySlot(shard.key!));
+        from = (await this.shardView(slot)).master;
+        return true;
+      },
+      { timeout },
+    );
+    const to = options.to ?? this.masters.find((master) => master !== from && isLive(master));
+    if (!to || to === from || !this.masters.includes(to))
+      throw new RangeError(
+        `to must be another master of this cluster than port ${from!.port}, got ${to ? `port ${to.port}` : 'none running'}`,
+      );
+    const source = adminClient(from!);
+    const target = adminClient(to);
+    const [fromId, toId] = await Promise.all([
+      source.call('CLUSTER', 'MYID'),
+      target.call('CLUSTER', 'MYID'),
+    ]);
+    // Importing first: a key MIGRATE moves must find the slot open on the target.
+    await target.call('CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', fromId as string);
+    await source.call('CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', toId as string);
+    const migrate = (keys: readonly string[]) =>
+      source.call('MIGRATE', to.host, String(to.port), '', '0', String(timeout), 'KEYS', ...keys);
+    const moveKeys = async (
+      which: number | readonly string[] = Number.POSITIVE_INFINITY,
+    ): Promise<string[]> => {
+      if (typeof which !== 'number') {
+        if (which.length > 0) await migrate(which);
+        return [...which];
+      }
+      const moved: string[] = [];
+      while (moved.length < which) {
+        const batch = Math.min(100, which - moved.length);
+        const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', String(slot), String(batch))) as string[];
+        if (keys.length === 0) break;
+        await migrate(keys);
+        moved.push(...keys);
+      }
+      return moved;
+    };
+    const finish = async (): Promise<void> => {
+      await moveKeys();
+      // The target first, as redis-cli does: it must own the slot before the source stops sending ASK.
+      const masters = [
+        to,
+        from!,
+        ...this.masters.filter((master) => master !== to && master !== from && isLive(master)),
+      ];
+      for (const master of masters)
+        await adminClient(master).call('CLUSTER', 'SETSLOT', String(slot), 'NODE', toId as string);
+      await waitFor(
+        `every running node to name port ${to.port} the master of slot ${slot}`,
+        async () => {
+          for (const node of this.liveNodes()) {
+            const owner = (await clusterView(node)).find(
+              (entry) =>
+                entry.role === 'master' && entry.slots.some(([start, end]) => slot >= start && slot <= end),
+            );
+            if (owner?.port !== to.port)
+              throw new Error(
+                `port ${node.port} names port ${owner?.port ?? 'none'} the master of slot ${slot}`,
+              );
+          }
+          return true;
+        },
+        { timeout, interval: 50 },
+      );
+    };
+    return { slot, from: from!, to, moveKeys, finish };
   }
 
   async stop(): Promise<void> {
@@ -396,10 +507,10 @@ function isLive(server: RedisServer): boolean {
 }
 
 /** Refuses a shard that is not exactly one of `{ key }` (a string) and `{ slot }` (0..16383). */
-function checkShard(shard: ClusterShard): void {
+function checkShard(shard: ClusterShard, method: 'failover' | 'migrateSlot'): void {
   const { key, slot } = (shard ?? {}) as { key?: unknown; slot?: unknown };
   if ((key === undefined) === (slot === undefined))
-    throw new RangeError(`failover() takes { key } or { slot }, got ${JSON.stringify(shard)}`);
+    throw new RangeError(`${method}() takes { key } or { slot }, got ${JSON.stringify(shard)}`);
   if (key !== undefined && typeof key !== 'string')
     throw new RangeError(`key must be a string, got ${String(key)}`);
   if (

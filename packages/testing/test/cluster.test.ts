@@ -228,3 +228,59 @@ describe('RedisCluster.failover', () => {
     expect(await routedPorts(failing.slotRanges[1]!.start)).toEqual(failing.nodes.map(() => master.port));
   });
 });
+
+describe('RedisCluster.migrateSlot', () => {
+  let resharded: RedisCluster;
+
+  beforeAll(async () => {
+    resharded = await startCluster({ masters: 2, replicasPerMaster: 0 });
+  });
+
+  afterAll(() => resharded.stop());
+
+  it('refuses a bad shard or target before any write, naming the value', async () => {
+    await expect(resharded.migrateSlot({} as never)).rejects.toThrow(
+      'migrateSlot() takes { key } or { slot }, got {}',
+    );
+    await expect(resharded.migrateSlot({ slot: 0 }, { to: resharded.masters[0]! })).rejects.toThrow(
+      `to must be another master of this cluster than port ${resharded.masters[0]!.port}, got port ${resharded.masters[0]!.port}`,
+    );
+    const view = (await adminClient(resharded.masters[0]!).call('CLUSTER', 'NODES')) as string;
+    expect(view).not.toContain('->-');
+    expect(view).not.toContain('-<-');
+  });
+
+  it('moves a slot key by key: TRYAGAIN while its keys are split, then every node routes it to the target with its keys', async () => {
+    const keys = ['{moved}:a', '{moved}:b'];
+    const client = resharded.client();
+    await client.mset(keys[0]!, 'A', keys[1]!, 'B');
+    const migration = await resharded.migrateSlot({ key: keys[0]! });
+    const { master } = resharded.slotRanges.find(
+      ({ start, end }) => migration.slot >= start && migration.slot <= end,
+    )!;
+    expect(migration.from).toBe(master);
+    expect(migration.to).toBe(resharded.masters.find((other) => other !== master));
+
+    const [first] = await migration.moveKeys(1);
+    const source = adminClient(migration.from);
+    await expect(source.call('MGET', ...keys)).rejects.toThrow(/^TRYAGAIN/);
+    await expect(source.call('GET', first!)).rejects.toThrow(
+      `ASK ${migration.slot} 127.0.0.1:${migration.to.port}`,
+    );
+
+    await migration.finish();
+    expect(await adminClient(migration.to).call('CLUSTER', 'COUNTKEYSINSLOT', String(migration.slot))).toBe(
+      2,
+    );
+    for (const node of resharded.nodes) {
+      const ranges = (await adminClient(node).call('CLUSTER', 'SLOTS')) as [
+        number,
+        number,
+        [string, number],
+      ][];
+      const range = ranges.find(([start, end]) => migration.slot >= start && migration.slot <= end);
+      expect(range![2][1]).toBe(migration.to.port);
+    }
+    await waitFor('the client to follow the slot', async () => (await client.mget(...keys)).join() === 'A,B');
+  });
+});
