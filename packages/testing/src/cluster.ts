@@ -366,6 +366,7 @@ class ClusterSetup implements RedisCluster {
         if (which.length > 0) await migrate(which);
         return [...which];
       }
+      if (which !== Number.POSITIVE_INFINITY) checkInteger('count', which, 0);
       const moved: string[] = [];
       while (moved.length < which) {
         const batch = Math.min(100, which - moved.length);

@@ -261,6 +261,7 @@ describe('RedisCluster.migrateSlot', () => {
     expect(migration.from).toBe(master);
     expect(migration.to).toBe(resharded.masters.find((other) => other !== master));
 
+    await expect(migration.moveKeys(1.5)).rejects.toThrow('count must be an integer >= 0, got 1.5');
     const [first] = await migration.moveKeys(1);
     const source = adminClient(migration.from);
     await expect(source.call('MGET', ...keys)).rejects.toThrow(/^TRYAGAIN/);
