@@ -90,43 +90,46 @@ async function settleFields(value: unknown, isSelected: (name: string) => boolea
     }),
   );
   // Not the resolver's object itself: it may be frozen, or shared by code that still expects
-  // its promises. A plain object is copied; an instance of a class is seen through a proxy,
-  // since a copy would lack its private fields (`#x`), which its getters and methods read.
+  // its promises. A copy with the settled values, of the same prototype (for `instanceof`); an
+  // instance of a class is seen through a proxy over that copy, since the copy lacks its private
+  // fields (`#x`), which its getters and methods read.
+  for (const [name, result] of settled) descriptors[name] = { ...descriptors[name], value: result };
   const prototype = Object.getPrototypeOf(value);
-  if (prototype === Object.prototype || prototype === null) {
-    for (const [name, result] of settled) descriptors[name] = { ...descriptors[name], value: result };
-    return Object.create(prototype, descriptors);
-  }
-  return settledView(value, prototype, settled);
+  const copy = Object.create(prototype, descriptors) as object;
+  return prototype === Object.prototype || prototype === null ? copy : settledView(value, copy);
 }
 
+type Method = (...args: never) => unknown;
+
 /**
- * The instance as child resolvers should see it: its own properties (for `Object.keys`, spread,
- * `JSON.stringify`, `Object.hasOwn`) and its prototype (for `instanceof`), with the settled
- * values in place of the promises.
+ * The instance as child resolvers should see it: the copy's own properties (for `Object.keys`,
+ * spread, `JSON.stringify`, `Object.hasOwn`, writes and `Object.freeze`, as on a plain object)
+ * and the class's getters, setters and methods run on the instance.
  */
-function settledView(instance: object, prototype: object, settled: ReadonlyMap<string, unknown>): object {
-  const substitute = (name: string | symbol) => typeof name === 'string' && settled.has(name);
-  // Over an empty object of the same prototype, not over the instance: a proxy must report a
-  // frozen instance's own properties as they are, promises included.
-  return new Proxy(Object.create(prototype) as object, {
-    get(_, name) {
-      if (substitute(name)) return settled.get(name as string);
-      // The instance as `this`, for getters and methods alike (graphql-js calls a method field
-      // on the object it was given): private fields are found on it, not on the proxy.
-      const found: unknown = Reflect.get(instance, name);
-      return typeof found === 'function' ? found.bind(instance) : found;
+function settledView(instance: object, copy: object): object {
+  const bound = new WeakMap<Method, Method>();
+  return new Proxy(copy, {
+    get(target, name) {
+      const own = Reflect.getOwnPropertyDescriptor(target, name);
+      // Getters, the class's and any own one copied, read the instance (its private fields).
+      const found: unknown = own && 'value' in own ? own.value : Reflect.get(instance, name);
+      // graphql-js calls a method field on the object it was given: bound, so that `this` is the
+      // instance. Once per method, so that it reads the same each time; the constructor unbound,
+      // as `__resolveType` may compare it or read its name.
+      if (typeof found !== 'function' || name === 'constructor') return found;
+      let method = bound.get(found as Method);
+      if (!method) {
+        method = found.bind(instance) as Method;
+        bound.set(found as Method, method);
+      }
+      return method;
     },
-    has: (_, name) => Reflect.has(instance, name),
-    ownKeys: () => Reflect.ownKeys(instance),
-    getOwnPropertyDescriptor(_, name) {
-      const descriptor = Reflect.getOwnPropertyDescriptor(instance, name);
-      if (descriptor === undefined) return undefined;
-      // Always configurable: a proxy may report a property non-configurable only when its target
-      // has it so, and the empty target has none (a TypeError otherwise, for a frozen instance).
-      const own = { ...descriptor, configurable: true };
-      return substitute(name) ? { ...own, value: settled.get(name as string) } : own;
-    },
+    // A class's setter runs on the instance too; any other write lands on the copy, as it would
+    // on the instance.
+    set: (target, name, value) =>
+      Object.hasOwn(target, name) || !(name in target)
+        ? Reflect.set(target, name, value)
+        : Reflect.set(instance, name, value),
   });
 }
 

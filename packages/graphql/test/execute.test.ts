@@ -715,6 +715,77 @@ describe('the lock around the resolver', () => {
     });
   });
 
+  it('shows child resolvers a class instance whose promise fields it settled as the instance: its constructor, stable methods, its setters and other writes read back, frozen', async () => {
+    class Card {
+      readonly id = 'c1';
+      readonly amount = Promise.resolve(5);
+      cache?: string;
+      #note = '';
+      get note(): string {
+        return this.#note;
+      }
+      set note(note: string) {
+        this.#note = note;
+      }
+      label(): string {
+        return 'card';
+      }
+    }
+    class Cash {
+      readonly id = 'k1';
+      readonly amount = 7;
+    }
+    const schema = build(
+      `interface Payment { id: ID! amount: Int! }
+       type Card implements Payment { id: ID! amount: Int! sameMethod: Boolean! memo: String! note: String! frozenKeys: String! }
+       type Cash implements Payment { id: ID! amount: Int! }
+       type Query { pays: [Payment!]! @locked(key: "pay:1") }`,
+      {
+        Query: { pays: () => [new Card(), new Cash()] },
+        Payment: {
+          __resolveType: (payment: object) =>
+            payment.constructor === Card ? 'Card' : payment.constructor.name,
+        },
+        Card: {
+          sameMethod: (card: Card) => {
+            const first = card.label;
+            return first === card.label;
+          },
+          memo: (card: Card) => {
+            card.cache = 'kept';
+            return card.cache;
+          },
+          note: (card: Card) => {
+            card.note = 'noted';
+            return card.note;
+          },
+          frozenKeys: (card: Card) => Object.keys(Object.freeze(card)).join(','),
+        },
+      },
+    );
+    const result = await run(
+      schema,
+      '{ pays { __typename id amount ... on Card { sameMethod memo note frozenKeys } } }',
+    );
+
+    expect(result).toEqual({
+      data: {
+        pays: [
+          {
+            __typename: 'Card',
+            id: 'c1',
+            amount: 5,
+            sameMethod: true,
+            memo: 'kept',
+            note: 'noted',
+            frozenKeys: 'id,amount,cache',
+          },
+          { __typename: 'Cash', id: 'k1', amount: 7 },
+        ],
+      },
+    });
+  });
+
   it('settles only the promise fields the operation selects (through aliases and fragments, not those @skip or @include leave out), so lazy queries of the others never run', async () => {
     const ran: [string, boolean][] = [];
     const schema = build(
