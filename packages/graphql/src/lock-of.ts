@@ -5,8 +5,17 @@ import { LockedDirectiveError } from './directive-error.js';
 // graphql-js builds one `info` per field call, and hands the wrapper's own object to the resolver.
 const locks = new WeakMap<GraphQLResolveInfo, Lock>();
 
-export function attachLock(info: GraphQLResolveInfo, lock: Lock): void {
+/**
+ * Answers `lock` for `info` from now on; the function returned puts back the lock answered
+ * before, if any: a resolver that handed its own `info` to another field's locked resolver gets
+ * its own lock again once that call is over.
+ */
+export function attachLock(info: GraphQLResolveInfo, lock: Lock): () => void {
+  const before = locks.get(info);
   locks.set(info, lock);
+  return () => {
+    if (before !== undefined) locks.set(info, before);
+  };
 }
 
 /**

@@ -29,9 +29,10 @@ export interface LockedResolvers {
    * resolvers outside any critical section), so two fields of one operation with the same key
    * exclude each other.
    *
-   * A wrapper of this call nested in another of this call for the same field call (a transform
-   * wrapped the locked resolver, then this call's transformer locked the field again) runs its
-   * resolver without locking: the outer one holds the lock, and a second owner would wait on it.
+   * A wrapper of this call nested in another of this call for the same field call and key (a
+   * transform wrapped the locked resolver, then this call's transformer locked the field again)
+   * runs its resolver without locking: the outer one holds the lock, and a second owner would
+   * wait on it.
    */
   wrap(resolve: Resolver, field: LockedField): Resolver;
   /** Whether `resolve` is a wrapper `wrap` made. */
@@ -40,10 +41,14 @@ export interface LockedResolvers {
 
 /**
  * The field calls running under a lock of one `lockedDirective()` call. By `info.path`: graphql-js
- * builds one per field call, and a wrapper that copies `info` keeps it. With the coordinate: a
- * resolver handing its own `info` to another field's locked resolver still takes that lock.
+ * builds one per field call, and a wrapper that copies `info` keeps it. With the coordinate and
+ * the key: a resolver handing its own `info` to another field's locked resolver, or to its own
+ * with other arguments, still takes that lock.
  */
-type Running = WeakMap<GraphQLResolveInfo['path'], { readonly coordinate: string; readonly lock: Lock }>;
+type Running = WeakMap<
+  GraphQLResolveInfo['path'],
+  { readonly coordinate: string; readonly key: string; readonly lock: Lock }
+>;
 
 export function lockedResolvers(settings: Settings): LockedResolvers {
   const made = new WeakSet<Resolver>();
@@ -52,7 +57,7 @@ export function lockedResolvers(settings: Settings): LockedResolvers {
     wrap(resolve, field) {
       const locked: Resolver = (source, args, context, info) => {
         const outer = running.get(info.path);
-        if (outer?.coordinate !== field.coordinate)
+        if (outer?.coordinate !== field.coordinate || outer.key !== field.template.build(args, context, info))
           return lockAround(resolve, field, settings, running, [source, args, context, info]);
         // A wrapper in between may have copied `info`: `lockOf` answers for the copy too.
         attachLock(info, outer.lock);
@@ -86,12 +91,16 @@ async function lockAround(
     };
     await settings.locker.using(key, options, async (held) => {
       lock = held;
-      attachLock(info, held);
-      running.set(info.path, { coordinate: field.coordinate, lock: held });
+      const detach = attachLock(info, held);
+      const outer = running.get(info.path);
+      running.set(info.path, { coordinate: field.coordinate, key, lock: held });
       try {
         result = { value: await settle(await resolve(source, args, context, info), field, info) };
       } finally {
-        running.delete(info.path);
+        // The call that handed this one its `info`, if any, is still running.
+        if (outer) running.set(info.path, outer);
+        else running.delete(info.path);
+        detach();
       }
     });
   } catch (error) {

@@ -1192,6 +1192,62 @@ describe('two @locked fields with the same key in one operation', () => {
   });
 });
 
+describe('a resolver handing its own info to a locked resolver', () => {
+  type Resolve = (
+    source: unknown,
+    args: { id: string },
+    context: unknown,
+    info: GraphQLResolveInfo,
+  ) => unknown;
+  const resolverOf = (info: GraphQLResolveInfo, field: string) =>
+    (info.parentType.getFields()[field]!.resolve as Resolve | undefined)!;
+
+  it('takes the other field’s lock for that call, then lockOf answers its own lock again', async () => {
+    const schema = build(
+      `type Query { x: Int }
+       type Mutation {
+         pay(id: ID!): String @locked(key: "order:{args.id}")
+         audit(id: ID!): String @locked(key: "audit:{args.id}")
+       }`,
+      {
+        Mutation: {
+          audit: async (_: unknown, { id }: { id: string }) =>
+            `audit held: ${await locker.isLocked(`audit:${id}`)}`,
+          pay: async (source: unknown, args: { id: string }, context: unknown, info: GraphQLResolveInfo) => {
+            const audited = await resolverOf(info, 'audit')(source, args, context, info);
+            const own = lockOf(info);
+            return `${audited}; then ${own.key}, released: ${own.released}`;
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay(id: 1) }');
+
+    expect(result).toEqual({ data: { pay: 'audit held: true; then order:1, released: false' } });
+  });
+
+  it('locks the key of the arguments it is given, not only the field: the same field for another key', async () => {
+    const held: boolean[] = [];
+    const schema = build(
+      `type Query { x: Int }
+       type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}") }`,
+      {
+        Mutation: {
+          pay: async (source: unknown, args: { id: string }, context: unknown, info: GraphQLResolveInfo) => {
+            if (args.id === '1') await resolverOf(info, 'pay')(source, { id: '2' }, context, info);
+            else held.push(await locker.isLocked('order:2'));
+            return Number(args.id);
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay(id: 1) }');
+
+    expect(result).toEqual({ data: { pay: 1 } });
+    expect(held).toEqual([true]);
+  });
+});
+
 /** A thenable for `promise` that calls `onAwait` whenever something waits for it. */
 function watched<T>(promise: Promise<T>, onAwait: () => void): PromiseLike<T> {
   return {
