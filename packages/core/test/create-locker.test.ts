@@ -117,6 +117,18 @@ describe('createLocker', () => {
     );
   });
 
+  it('tryAcquire takes an options object shared with acquire whose wait is left undefined, and refuses a wait given', async () => {
+    const locker = createLocker({ redis, prefix: 'try-wait:' });
+    const shared = { ttl: 5_000, wait: undefined };
+    const lock = await locker.tryAcquire('k', shared);
+    expect(lock?.key).toBe('k');
+    await lock?.release();
+    await expect(locker.tryAcquire('k', { wait: 0 } as never)).rejects.toThrow(
+      /^unknown option "wait" \(expected one of the tryAcquire options: ttl, /,
+    );
+    await locker.close();
+  });
+
   it("checkOptions refuses what acquire would, the format's ttl rule included, and sends nothing", async () => {
     const seconds = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
     const calls = await commandCalls(redis);

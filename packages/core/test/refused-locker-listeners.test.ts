@@ -24,9 +24,13 @@ describe.each([
   });
   afterAll(() => deployment.stop());
 
-  it('are none once a locker was refused', () => {
+  it.each([
+    ['an engine option', { ttl: -1 }],
+    ['a backend option', { replication: { replicas: 0, timeout: 10 } }],
+    ['a backend option given as null', { replication: null }],
+  ])('are none once a locker was refused for %s', (_, refused) => {
     const before = listenersOn(client);
-    expect(() => createLocker({ redis: client, ttl: -1 })).toThrow(InvalidOptionError);
+    expect(() => createLocker({ redis: client, ...(refused as object) })).toThrow(InvalidOptionError);
     expect(listenersOn(client)).toEqual(before);
   });
 

@@ -1,7 +1,7 @@
 import type { BackendExtension, BackendRefusal, LockBackend, ReleaseNotice } from '../backend.js';
 import { clockDrift } from '../clock-drift.js';
 import { type ClockSkewOptions, checkClockSkew } from '../clock-skew.js';
-import { refuseUnknown } from '../engine/options.js';
+import { orDefault, refuseUnknown } from '../engine/options.js';
 import { InvalidOptionError, ReplicationError } from '../errors.js';
 import type { AttemptContext, LockProtocol, RedisClient, RenewalItem } from '../protocol.js';
 import { isCluster } from '../topology.js';
@@ -65,9 +65,10 @@ export function singleBackend(
     );
   }
   checkSubscriber(options.subscriber);
-  const connection = connectionOf(redis);
-  const replication = replicationGate(redis, options.replication ?? 'auto');
+  const replication = replicationGate(redis, orDefault(options.replication, 'auto'));
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
+  // Taken once every option passed: a refused locker must leave no listener on the client.
+  const connection = connectionOf(redis);
   const cluster = isCluster(redis);
   const inboxName = protocol.inbox?.bind(protocol);
   // A caller that may wait, on a key a waiter here listens to, registers the listener's inbox

@@ -169,6 +169,8 @@ class Engine implements Locker {
   private readonly queues: WaitQueues | undefined;
   private readonly watchdog: Watchdog;
   private readonly closing = new AbortController();
+  /** What `close()` answers, from its first call on. */
+  private closed: Promise<void> | undefined;
   /**
    * Waiting calls asleep between attempts. `close()` wakes them and they find the locker closed:
    * a sleep listening on the closing signal would add and remove an event listener per pause.
@@ -231,9 +233,9 @@ class Engine implements Locker {
 
   async tryAcquire(key: string, options: Omit<AcquireOptions, 'wait'> = {}): Promise<Lock | null> {
     refuseUnknown(
-      options,
+      withoutUndefinedWait(options),
       ACQUIRE_OPTIONS.filter((name) => name !== 'wait'),
-      'tryAcquire options',
+      'the tryAcquire options',
     );
     return this.traced(this.request(key, { ...options, wait: 0 }), async (request, trace) => {
       try {
@@ -301,8 +303,14 @@ class Engine implements Locker {
     return (await this.inspect(key)).held;
   }
 
-  async close(): Promise<void> {
-    if (this.closing.signal.aborted) return;
+  close(): Promise<void> {
+    // A second caller (a shutdown hook beside the app's own) waits for the same releases: it may
+    // quit the connection once its call resolves.
+    this.closed ??= this.shutDown();
+    return this.closed;
+  }
+
+  private async shutDown(): Promise<void> {
     this.closing.abort(new LockerClosedError());
     for (const waiter of this.asleep) waiter.wake?.();
     this.watchdog.stop();
@@ -1143,4 +1151,14 @@ interface AcquireCall {
   lateUndos: (() => Promise<unknown>)[] | undefined;
   /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
   hold: Hold | undefined;
+}
+
+/**
+ * `{ wait: undefined }` is "not given", as for every option: an options object shared with
+ * `acquire` and spread in. A wait given is refused: tryAcquire never waits.
+ */
+function withoutUndefinedWait(options: unknown): unknown {
+  if (typeof options !== 'object' || options === null || !Object.hasOwn(options, 'wait')) return options;
+  const { wait, ...others } = options as { wait?: unknown };
+  return wait === undefined ? others : options;
 }

@@ -20,4 +20,22 @@ describe('close()', () => {
     await next.release();
     await rival.close();
   });
+
+  it('called again while it runs, resolves only once the first has given the locks up', async () => {
+    await using server = await startRedis();
+    const client = server.client();
+    const locker = createLocker({ redis: client });
+    const rival = createLocker({ redis: server.client() });
+    const held = await locker.acquire('twice', { ttl: 60_000 });
+    // On the locker's connection: the extend goes behind the sleep, and the release close() sends
+    // waits for the extend's answer.
+    const frozen = client.call('DEBUG', 'SLEEP', '0.3');
+    const extending = held.extend().catch((error: Error) => error.name);
+    const first = locker.close();
+    await locker.close();
+    expect(await rival.isLocked('twice')).toBe(false);
+    expect(await extending).toBe('LockLostError');
+    await Promise.all([first, frozen]);
+    await rival.close();
+  });
 });
