@@ -44,6 +44,13 @@ function handlerOf(route: TestRoute, forwardsRejections: boolean): RequestHandle
       };
 }
 
+/** A middleware running `work` with the handle an earlier gate stored, between two gates. */
+function betweenGates(work: NonNullable<TestRoute['betweenGates']>): RequestHandler {
+  return (req, _res, next) => {
+    work(req.lock).then(() => next(), next);
+  };
+}
+
 /** Answers an error with its status and `{ code }`, as the suite expects. */
 export const answerErrors: ErrorRequestHandler = (error, _req, res, _next) => {
   res.status(error.status ?? 500).json({ code: error.code ?? null });
@@ -62,9 +69,10 @@ export function expressAdapter({
     serve(routes) {
       const app = express();
       for (const route of routes) {
-        const gates = Array.from({ length: route.gates ?? 1 }, () =>
+        const gates = Array.from({ length: route.gates ?? 1 }, (_, i) => [
+          ...(i > 0 && route.betweenGates ? [betweenGates(route.betweenGates)] : []),
           lock(route.options as unknown as ExpressLockOptions),
-        );
+        ]).flat();
         app.get(route.path, ...gates, handlerOf(route, forwardsRejections));
       }
       app.use(answerErrors);

@@ -6,7 +6,7 @@ import Koa3, { type Middleware } from 'koa';
 import Koa2 from 'koa2';
 import type { H2LockAdapter, H2Route } from '../../express/test/support/h2-suite.js';
 import { listen } from '../../express/test/support/http.js';
-import type { HttpLockAdapter } from '../../express/test/support/lock-suite.js';
+import type { HttpLockAdapter, TestRoute } from '../../express/test/support/lock-suite.js';
 import { type KoaLockOptions, lock } from '../src/index.js';
 
 /** One Koa major version, as the shared suites drive it. */
@@ -38,9 +38,10 @@ function appFor(Koa: typeof Koa3, routes: readonly H2Route[]): Koa3 {
   app.silent = true;
   const router = new Router();
   for (const route of routes) {
-    const gates = Array.from({ length: route.gates ?? 1 }, () =>
+    const gates = Array.from({ length: route.gates ?? 1 }, (_, i): Middleware[] => [
+      ...(i > 0 && route.betweenGates ? [betweenGates(route.betweenGates)] : []),
       lock(route.options as unknown as KoaLockOptions),
-    );
+    ]).flat();
     const before: Middleware[] = route.flushHeaders ? [flushHeaders] : [];
     router.get(route.path, ...before, ...gates, async (ctx) => {
       const body = await route.handle(ctx.state.lock as Lock | undefined);
@@ -51,6 +52,14 @@ function appFor(Koa: typeof Koa3, routes: readonly H2Route[]): Koa3 {
   app.use(answerErrors);
   app.use(router.routes());
   return app;
+}
+
+/** A middleware running `work` with the handle an earlier gate stored, between two gates. */
+function betweenGates(work: NonNullable<TestRoute['betweenGates']>): Middleware {
+  return async (ctx, next) => {
+    await work(ctx.state.lock as Lock | undefined);
+    await next();
+  };
 }
 
 /** Sends a 200's headers, as a middleware that starts a response early does. */

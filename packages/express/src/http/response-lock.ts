@@ -128,7 +128,8 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * The listeners it adds are removed once the lifetime is over or the acquire failed: a
  * keep-alive connection serving many requests does not collect them. A request that
  * already holds `key` on `locker` (from an earlier gate) proceeds at once with that lock, which
- * the earlier gate then holds until what this `proceed` returned has settled as well.
+ * the earlier gate then holds until what this `proceed` returned has settled as well; unless
+ * that lock was lost meanwhile: this gate then acquires the key as any other request would.
  */
 export function lockForResponse(
   res: ClosableResponse,
@@ -142,7 +143,10 @@ export function lockForResponse(
   const connection = req?.socket ?? undefined;
   if (res.closed || res.stream?.destroyed || connection?.destroyed) return Promise.resolve(false);
   const own = req && requestLocks.get(req)?.get(locker)?.get(key);
-  if (own && !own.over) {
+  // A lock lost since the earlier gate took it (its lease ran out during slow work in between,
+  // renewals failed) is no lock to proceed under: this gate takes the key afresh, as a request
+  // holding nothing would.
+  if (own && !own.over && !own.lock.signal.aborted) {
     // The gate that took it releases it, once this request is over and this gate's work too.
     own.within.push(Promise.resolve(proceed(own.lock)));
     return Promise.resolve(true);

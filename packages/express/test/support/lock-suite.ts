@@ -20,6 +20,8 @@ export interface TestRoute {
   readonly handle: (lock: Lock | undefined) => Promise<unknown>;
   /** How many times the route passes `lock()` with these options (a router's lock and its route's). Default: 1. */
   readonly gates?: number;
+  /** Runs between two gates with the handle the first stored (slow work in between: auth, a body parser). Default: none. */
+  readonly betweenGates?: (lock: Lock | undefined) => Promise<void>;
 }
 
 /** What the shared suite needs from one framework version. */
@@ -217,6 +219,26 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       const response = await request(server).get('/orders/11');
       expect([response.status, response.body]).toEqual([200, { fence: expect.any(Number), holds: 1 }]);
       await waitFor('the lock released', async () => !(await locker.isLocked('order:11')));
+    });
+
+    it('takes the lock afresh at a second gate when the first lost it meanwhile: never lets the request in under a lost lock', async () => {
+      let other: Lock | undefined;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:12', ttl: 300, wait: 0 },
+        gates: 2,
+        // The first gate's fixed lease runs out while something slow runs, and another owner
+        // takes the key before the second gate.
+        betweenGates: async (lost) => {
+          await new Promise((resolve) => lost!.signal.addEventListener('abort', resolve, { once: true }));
+          other = await locker.acquire('order:12', { ttl: 10_000, wait: 2_000 });
+        },
+        handle: async (lock) => ({ fence: lock?.fence }),
+      });
+      const response = await request(server).get('/orders/12');
+      expect(response.status).toBe(409);
+      expect(await locker.isLocked('order:12')).toBe(true);
+      await other!.release();
     });
 
     it('stops waiting when the client goes away: the handler never runs and nothing stays locked', async () => {
