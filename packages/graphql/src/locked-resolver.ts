@@ -32,7 +32,7 @@ export interface LockedResolvers {
    * A wrapper of this call nested in another of this call for the same field call and key (a
    * transform wrapped the locked resolver, then this call's transformer locked the field again)
    * runs its resolver without locking: the outer one holds the lock, and a second owner would
-   * wait on it.
+   * wait on it. Unless the outer lock was lost meanwhile: it then takes the key afresh.
    */
   wrap(resolve: Resolver, field: LockedField): Resolver;
   /** Whether `resolve` is a wrapper `wrap` made. */
@@ -57,7 +57,12 @@ export function lockedResolvers(settings: Settings): LockedResolvers {
     wrap(resolve, field) {
       const locked: Resolver = (source, args, context, info) => {
         const outer = running.get(info.path);
-        if (outer?.coordinate !== field.coordinate || outer.key !== field.template.build(args, context, info))
+        // An outer lock lost meanwhile (slow work of a wrapper in between) is no lock to run under.
+        if (
+          outer?.coordinate !== field.coordinate ||
+          outer.lock.signal.aborted ||
+          outer.key !== field.template.build(args, context, info)
+        )
           return lockAround(resolve, field, settings, running, [source, args, context, info]);
         // A wrapper in between may have copied `info`: `lockOf` answers for the copy too.
         attachLock(info, outer.lock);

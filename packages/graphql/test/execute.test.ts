@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { addResolversToSchema, makeExecutableSchema, mergeSchemas } from '@graphql-tools/schema';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
-import { createLocker, InvalidKeyError, type Locker, runInChain } from '@lock/core';
+import { createLocker, InvalidKeyError, type Lock, type Locker, runInChain } from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import {
   defaultFieldResolver,
@@ -1039,6 +1039,38 @@ describe('a schema transformed twice with another transform in between', () => {
       expect(await locker.isLocked('order:1')).toBe(false);
     },
   );
+
+  it('takes the lock afresh inside when the outer lock was lost during the wrapper: never runs under a lost lock', async () => {
+    locker = createLocker({ redis: client, prefix: 'execute:twice-lost:' });
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker });
+    let other: Lock | undefined;
+    const once = lockedDirectiveTransformer(
+      makeExecutableSchema({
+        typeDefs: [
+          lockedDirectiveTypeDefs,
+          'type Query { order: Int @locked(key: "order:1", ttl: 300, wait: 0) }',
+        ],
+        resolvers: { Query: { order: () => 1 } },
+      }),
+    );
+    // Slow work of another transform between the two locks: the outer lock's fixed lease runs
+    // out, and another owner takes the key.
+    const slow = mapSchema(once, {
+      [MapperKind.OBJECT_FIELD]: (config) => ({
+        ...config,
+        resolve: async (source, args, context, info) => {
+          const outer = lockOf(info);
+          await new Promise((resolve) => outer.signal.addEventListener('abort', resolve, { once: true }));
+          other = await locker.acquire('order:1', { ttl: 10_000, wait: 2_000 });
+          return config.resolve!(source, args, context, info);
+        },
+      }),
+    });
+    const result = await run(lockedDirectiveTransformer(slow), '{ order }');
+
+    expect(codes(result)).toEqual([[['order'], 'LOCKED']]);
+    await other!.release();
+  });
 
   it("refuses another factory's transformer of the same directive, as without the transform in between", () => {
     const first = lockedDirective({ locker: newLocker() });
