@@ -13,6 +13,12 @@ it('keeps the words of a key and replaces ids, numbers, addresses and tokens wit
     'job:QmFzZTY0VG9rZW5CdXRPbmx5TGV0dGVyc0Fu': 'job:*',
     'a::b': 'a::b',
     'queue:high priority': 'queue:*',
+    // Url-safe random ids with no digit (about 3 % of 21-character nanoids): not words.
+    'session:ScW-LLeMNejjraxg_nLFt': 'session:*',
+    'invite:Zq_VbNm-KlJhGfDs': 'invite:*',
+    'session:kJhGtRfEdWsQaZxCvBnMlPoIuYtReWqA': 'session:*',
+    'OrderLock:7': 'OrderLock:*',
+    'rateLimit:API_KEY:user_profile': 'rateLimit:API_KEY:user_profile',
   };
   expect(Object.fromEntries(Object.keys(cases).map((key) => [key, keyPattern(key)]))).toEqual(cases);
 });
