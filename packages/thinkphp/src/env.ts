@@ -14,14 +14,15 @@ export class ThinkEnvError extends LockError {
   }
 }
 
-/** ThinkPHP turns these raw strings into booleans on `Env::get`. */
+/** ThinkPHP turns these raw strings of the file into booleans on `Env::get`. */
 const CONVERTED: Readonly<Record<string, boolean>> = { true: true, false: false, on: true, off: false };
 
 /**
  * Settings read the way ThinkPHP 6's `Env` reads them: `get('redis.host')` looks up
  * `REDIS_HOST`, which is `HOST` in a `[REDIS]` section or a top-level `REDIS_HOST`; names are
- * case-insensitive; `true`/`false`/`on`/`off` become booleans; a name missing from the file
- * falls back to the process environment variable `PHP_<NAME>`, as ThinkPHP does.
+ * case-insensitive; `true`/`false`/`on`/`off` in the file become booleans; a name missing from
+ * the file falls back to the process environment variable `PHP_<NAME>`, whose `true` and `false`
+ * only become booleans, as ThinkPHP does.
  */
 export class ThinkEnv {
   constructor(
@@ -35,9 +36,12 @@ export class ThinkEnv {
   get<T>(name: string, fallback: T): string | boolean | T;
   get<T>(name: string, fallback?: T): string | boolean | T | undefined {
     const key = envName(name);
-    const raw = this.values.get(key) ?? this.processEnv[`PHP_${key}`];
-    if (raw === undefined) return fallback;
-    return CONVERTED[raw] ?? raw;
+    const raw = this.values.get(key);
+    if (raw !== undefined) return CONVERTED[raw] ?? raw;
+    // `Env::getEnv` converts only these two: `PHP_REDIS_AUTH=on` is the password "on".
+    const variable = this.processEnv[`PHP_${key}`];
+    if (variable === undefined) return fallback;
+    return variable === 'true' ? true : variable === 'false' ? false : variable;
   }
 
   /** Where `get(name)` reads its value, as the user wrote it: a file's line, or a variable. */
@@ -53,15 +57,23 @@ function envName(name: string): string {
   return name.replaceAll('.', '_').toUpperCase();
 }
 
+/** One setting of the file: its raw value and where it was written, for messages. */
+interface Setting {
+  readonly value: string;
+  readonly origin: string;
+}
+
 /**
  * Parses a ThinkPHP `.env` as `parse_ini_file($file, true, INI_SCANNER_RAW)` does (INI with
  * sections; values are strings; `;` and `#` start comment lines, and `;` an inline comment; see
- * `rawValue` for quotes).
+ * `rawValue` for quotes), then keeps what ThinkPHP 6's `Env::set` keeps of it: names upper-cased,
+ * a section's settings as `SECTION_NAME`.
  */
 export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.ProcessEnv): ThinkEnv {
-  const values = new Map<string, string>();
-  const origins = new Map<string, string>();
-  let section = '';
+  // What parse_ini_file answers: top-level names and sections by their names as written; a
+  // section named again starts over, in the place of the first.
+  const parsed = new Map<string, Setting | Map<string, Setting>>();
+  let section: Map<string, Setting> | undefined;
   let sectionName = '';
   // A lone CR ends a line too, as PHP's scanner reads it.
   const lines = text.split(/\r\n|\r|\n/);
@@ -69,10 +81,12 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
     const line = rawLine.trim();
     if (line === '' || line.startsWith(';') || line.startsWith('#')) return;
     // PHP reads what follows the bracket on a section line as a comment too: `[REDIS] ; main`.
+    // The name is kept as written, blanks inside the brackets included.
     const header = /^\[([^\]]+)\]\s*(?:[;#].*)?$/.exec(line);
     if (header) {
-      sectionName = header[1]!.trim();
-      section = `${sectionName.toUpperCase()}_`;
+      sectionName = header[1]!;
+      section = new Map();
+      parsed.set(sectionName, section);
       return;
     }
     const equals = line.indexOf('=');
@@ -88,12 +102,24 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
         rawLine,
         'PHP rejects the whole file when its last line holds a value that is only a comment, with no line break after it',
       );
-    values.set(section + name.toUpperCase(), rawValue(value));
-    origins.set(
-      section + name.toUpperCase(),
-      `${path}:${index + 1}, ${section === '' ? name : `${name} in [${sectionName}]`}`,
-    );
+    const origin = `${path}:${index + 1}, ${section ? `${name} in [${sectionName}]` : name}`;
+    (section ?? parsed).set(name, { value: rawValue(value), origin });
   });
+  // `Env::set`: array_change_key_case(CASE_UPPER), where the later of two names that differ in
+  // case only wins in the place of the first; then each section flattened, in that order.
+  const upper = new Map<string, Setting | Map<string, Setting>>();
+  for (const [name, entry] of parsed) upper.set(name.toUpperCase(), entry);
+  const values = new Map<string, string>();
+  const origins = new Map<string, string>();
+  const keep = (name: string, { value, origin }: Setting) => {
+    values.set(name, value);
+    origins.set(name, origin);
+  };
+  for (const [name, entry] of upper) {
+    if (entry instanceof Map)
+      for (const [inner, setting] of entry) keep(`${name}_${inner.toUpperCase()}`, setting);
+    else keep(name, entry);
+  }
   return new ThinkEnv(values, processEnv, origins);
 }
 

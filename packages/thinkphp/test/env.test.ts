@@ -44,9 +44,16 @@ describe('loadThinkEnv', () => {
     },
   );
 
-  it('falls back to PHP_<NAME> process variables, as ThinkPHP does', () => {
-    const env = parseThinkEnv('', '.env', { PHP_REDIS_HOST: '10.0.0.5' });
+  it('falls back to PHP_<NAME> process variables, as ThinkPHP does: only true and false become booleans there', () => {
+    const env = parseThinkEnv('AUTH = on\n', '.env', {
+      PHP_REDIS_HOST: '10.0.0.5',
+      PHP_REDIS_AUTH: 'on',
+      PHP_APP_DEBUG: 'true',
+    });
     expect(env.get('redis.host')).toBe('10.0.0.5');
+    expect(env.get('redis.auth')).toBe('on');
+    expect(env.get('app.debug')).toBe(true);
+    expect(env.get('auth')).toBe(true);
   });
 
   it('refuses a line that is neither a setting nor a section, naming file and line', () => {
@@ -138,6 +145,41 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
     ];
     expect(await phpThinkEnv(files)).toEqual(files.map(() => ({ REDIS_HOST: '10.0.0.9' })));
     for (const file of files) expect(parseThinkEnv(file, '.env', {}).get('redis.host')).toBe('10.0.0.9');
+  });
+
+  it('keeps only the last of a repeated section (names compared case-insensitively) and a section name as written, spaces and all, as PHP does', async () => {
+    const files = [
+      '[REDIS]\nHOST = 10.0.0.5\nAUTH = secret\n[DB]\nHOST = db\n[REDIS]\nDATABASE = 2\n',
+      '[redis]\nHOST = 10.0.0.5\n[REDIS]\nPORT = 6391\n',
+      'REDIS_HOST = 10.0.0.1\n[REDIS]\nHOST = 10.0.0.5\n[REDIS]\nPORT = 6391\n',
+      '[ REDIS ]\nHOST = 10.0.0.5\nPORT = 6380\n',
+    ];
+    const names = [
+      'REDIS_HOST',
+      'REDIS_AUTH',
+      'REDIS_DATABASE',
+      'REDIS_PORT',
+      'DB_HOST',
+      ' REDIS _HOST',
+      ' REDIS _PORT',
+    ];
+    const inPhp = await phpThinkEnv(files);
+    const inNode = files.map((file) => {
+      const env = parseThinkEnv(file, '.env', {});
+      return Object.fromEntries(
+        names.flatMap((name) => {
+          const value = env.get(name);
+          return value === undefined ? [] : [[name, value]];
+        }),
+      );
+    });
+    expect(inNode).toEqual(inPhp);
+    expect(inPhp).toEqual([
+      { DB_HOST: 'db', REDIS_DATABASE: '2' },
+      { REDIS_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.1', REDIS_PORT: '6391' },
+      { ' REDIS _HOST': '10.0.0.5', ' REDIS _PORT': '6380' },
+    ]);
   });
 
   it('ends a line at a lone CR, as PHP does', async () => {
