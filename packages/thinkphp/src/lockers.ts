@@ -72,11 +72,18 @@ export function clientFor(env: ThinkEnv): Redis {
   return client;
 }
 
-/** Closes the lockers and connections opened for `{ env }` locks. */
-export async function closeEnvClients(): Promise<void> {
+/** Settles once every call of `closeEnvClients` so far is done; never rejects. */
+let closing: Promise<void> = Promise.resolve();
+
+/**
+ * Closes the lockers and connections opened for `{ env }` locks. A call made while an earlier one
+ * runs (a shutdown hook beside the app's own) resolves once that one is done too: its caller may
+ * exit then.
+ */
+export function closeEnvClients(): Promise<void> {
   const clients = [...envClients.values()];
   envClients.clear();
-  await Promise.all(
+  const closed = Promise.all(
     clients.map(async (client) => {
       for (const locker of lockers.get(client)?.values() ?? []) await locker.close();
       lockers.delete(client);
@@ -85,4 +92,7 @@ export async function closeEnvClients(): Promise<void> {
       client.disconnect();
     }),
   );
+  const earlier = closing;
+  closing = Promise.allSettled([earlier, closed]).then(() => {});
+  return Promise.all([earlier, closed]).then(() => {});
 }

@@ -232,6 +232,20 @@ describe('a Lock connected from a .env file', () => {
     }
   });
 
+  it('disconnect() called again while it runs resolves once the first call has released and closed', async () => {
+    const env = parseThinkEnv(`[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\n`, '.env', {});
+    const lock = new Lock('lock_goods:301', { env });
+    expect(await lock.lock()).toBe(true);
+    let firstDone = false;
+    const first = Lock.disconnect().then(() => {
+      firstDone = true;
+    });
+    await Lock.disconnect();
+    expect(firstDone).toBe(true);
+    await first;
+    expect(await server.client().exists('lock_goods:301')).toBe(0);
+  });
+
   it('connects past inline comments, as ThinkPHP reads them', async () => {
     const env = parseThinkEnv(
       `[REDIS]\nHOST = 127.0.0.1 ; main redis\nPORT = ${server.port} ; test server\nAUTH = "" ; none\nDATABASE = 4 ; jobs\n`,
