@@ -1,6 +1,6 @@
 import type { LockBackend } from '../backend.js';
 import { createEngine, ENGINE_OPTIONS, type EngineOptions } from '../engine/engine.js';
-import { refuseUnknown } from '../engine/options.js';
+import { orDefault, refuseUnknown } from '../engine/options.js';
 import type { Locker } from '../types.js';
 import { backendOn } from './backend.js';
 import { type DistinctServers, distinctServers } from './distinct-servers.js';
@@ -27,7 +27,8 @@ const CLIENTS_NAMES = { redis: 'clients' };
  * acquisition granted only by a majority within its validity, renewals counted by majority,
  * and fences that strictly increase across owners (a quorum max-register). Beside its first
  * acquire or inspect it checks that no two clients reach the same redis-server, and refuses
- * that call and every later one with `InvalidOptionError` if two do.
+ * that call and every later one with `InvalidOptionError` if two do; so does a later check of a
+ * master that did not answer, for the call beside it too.
  */
 export function createRedlock(options: RedlockOptions): Locker {
   refuseUnknown(options, [...BACKEND_OPTIONS, ...ENGINE_OPTIONS], 'the RedLock options', CLIENTS_NAMES);
@@ -71,7 +72,10 @@ export function createRedlock(options: RedlockOptions): Locker {
   try {
     // Each master is already bounded by the node timeout: the engine's own deadline must not cut
     // a call short while its masters are still within theirs.
-    return createEngine(checked, { ...engine, commandTimeout: engine.commandTimeout ?? backend.callTimeout });
+    return createEngine(checked, {
+      ...engine,
+      commandTimeout: orDefault(engine.commandTimeout, backend.callTimeout),
+    });
   } catch (error) {
     // Nothing was sent: closing only takes off what the backend listens to on the clients.
     void backend.close();
@@ -80,8 +84,9 @@ export function createRedlock(options: RedlockOptions): Locker {
 }
 
 /**
- * The first calls run beside the check of the masters rather than after it, so that it costs no
- * round of its own: their answer waits for the check, and what a refused acquire took is given back.
+ * Calls made while the masters are checked run beside the check rather than after it, so that it
+ * costs no round of its own: their answer waits for the check, and what a refused acquire took
+ * is given back.
  */
 async function besideCheck<T>(
   check: Promise<void>,

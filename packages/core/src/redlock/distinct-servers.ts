@@ -14,8 +14,9 @@ export interface DistinctServers {
   /** Set once two clients were found to reach the same redis-server. */
   readonly refusal: InvalidOptionError | undefined;
   /**
-   * Starts a check of the masters not compared yet, unless one runs; answers the first check
-   * while it runs (the caller holds its answer back until then), else undefined.
+   * Starts a check of the masters not compared yet, unless one runs; answers the check while it
+   * runs, the first or a later one of a master that had not answered (the caller holds its answer
+   * back until then: a duplicate found refuses it too), else undefined.
    */
   check(): Promise<void> | undefined;
 }
@@ -34,8 +35,6 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
   /** Run id by client index, of the masters that answered. */
   const runIds = new Map<number, string | undefined>();
   let checking: Promise<void> | undefined;
-  let first: Promise<void> | undefined;
-  let checked = false;
   let refusal: InvalidOptionError | undefined;
   let lastRun = Number.NEGATIVE_INFINITY;
   const run = async () => {
@@ -50,7 +49,6 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
         runIds.set(index, undefined);
     });
     refusal = sameServer(runIds);
-    checked = true;
     checking = undefined;
   };
   return {
@@ -60,8 +58,7 @@ export function distinctServers(clients: readonly RedisClient[], nodeTimeout: nu
     check() {
       // A master that does not answer is asked again, but not by every call while it is down.
       if (runIds.size < clients.length && performance.now() - lastRun >= RECHECK_MS) checking ??= run();
-      first ??= checking;
-      return checked ? undefined : first;
+      return checking;
     },
   };
 }

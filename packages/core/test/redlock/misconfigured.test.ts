@@ -155,4 +155,34 @@ describe('RedLock clients that reach one redis-server twice', () => {
     behind.disconnect();
     await proxy.stop();
   });
+
+  it('refuses the very call whose later check finds the duplicate, and gives back what it took', async () => {
+    const same = nodes.masters.servers[0]!;
+    const other = nodes.masters.servers[1]!;
+    const proxy = await startProxy({ target: same });
+    const behind = new Redis(proxy.redisOptions);
+    behind.on('error', () => {});
+    const locker = createRedlock({ clients: [same.client(), behind, other.client()], nodeTimeout: 200 });
+    proxy.blackhole();
+    const first = await locker.tryAcquire(freshKey('same-server-recheck'), { ttl: 10_000 });
+    expect(first).not.toBeNull();
+    await first?.release();
+    proxy.pass();
+    // Past the recheck interval, the next call asks master 1 again; with the other master away,
+    // one redis-server counted twice would be its whole majority.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    other.pause();
+    const key = freshKey('same-server-recheck');
+    try {
+      const error = await caught(locker.tryAcquire(key, { ttl: 10_000 }));
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect((error as Error).message).toContain('clients[0] and clients[1]');
+      expect(await ownersOn([same.client()], key)).toEqual([null]);
+    } finally {
+      other.resume();
+    }
+    await locker.close();
+    behind.disconnect();
+    await proxy.stop();
+  });
 });

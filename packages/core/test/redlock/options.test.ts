@@ -53,6 +53,10 @@ describe('RedLock options', () => {
   it('refuses unknown and invalid locker options through createRedlock', () => {
     expect(refusal(() => createRedlock({ clients: [a, b, c], tll: 5 } as never)).option).toBe('tll');
     expect(refusal(() => createRedlock({ clients: [a, b, c], ttl: -1 })).option).toBe('ttl');
+    // Only undefined leaves an option out, as for createLocker.
+    expect(refusal(() => createRedlock({ clients: [a, b, c], commandTimeout: null as never })).option).toBe(
+      'commandTimeout',
+    );
     expect(refusal(() => createRedlock({ clients: [a] as never, nodeTimeout: -5 })).option).toBe(
       'nodeTimeout',
     );
