@@ -51,6 +51,8 @@ const REQUEST_PROPERTIES: ReadonlySet<string> = new Set([
   'statusCode',
   'statusMessage',
   'client',
+  '_consuming',
+  '_dumped',
   '_readableState',
   '_events',
   '_eventsCount',
@@ -168,7 +170,9 @@ function gated(options: ExpressLockOptions, where: string, onward: Onward): Requ
 
   function lockMiddleware(req: Request, res: Response, next: NextFunction): void {
     const proceed = (held: Lock | undefined): unknown => {
-      if (held) (req as unknown as Record<string, unknown>)[property] = held;
+      // Undefined when unlocked (skipped, failOpen, a refusal handler's next()): never the
+      // handle an earlier gate of another key left there.
+      (req as unknown as Record<string, unknown>)[property] = held;
       return onward(req, res, next);
     };
     // A refusal handler's `next()` runs the route anyway (unlocked); `next(err)` is Express's.

@@ -44,6 +44,21 @@ for (const version of expressVersions) {
       expect((await request(server).get('/orders/1')).body).toEqual({ key: 'order:1', lock: null });
     });
 
+    it('leaves req.lock undefined after a gate that ran unlocked (skipped), not the handle of an earlier gate', async () => {
+      const server = await serve((app) =>
+        app.get(
+          '/transfers/:from/:to',
+          lock({ locker, key: 'account:{params.from}' }),
+          lock({ locker, key: 'account:{params.to}', skip: () => true }),
+          (req, res) => {
+            res.json({ key: req.lock?.key ?? null });
+          },
+        ),
+      );
+      const response = await request(server).get('/transfers/1/2');
+      expect([response.status, response.body]).toEqual([200, { key: null }]);
+    });
+
     it('refuses a requestPropertyName that is null, on every request or reaches its prototype, naming it', () => {
       for (const requestPropertyName of [
         '__proto__',
@@ -53,6 +68,9 @@ for (const version of expressVersions) {
         'body',
         'query',
         'socket',
+        // Node's own: a truthy _dumped never drains an unread body, and keep-alive stalls.
+        '_dumped',
+        '_consuming',
         'headers',
         'get',
         'on',

@@ -130,6 +130,21 @@ for (const version of koaVersions) {
       expect((await request(server).get('/orders/1')).body).toEqual({ key: 'order:1', lock: null });
     });
 
+    it('leaves ctx.state.lock undefined after a gate that ran unlocked (skipped), not the handle of an earlier gate', async () => {
+      const server = await serve((_app, router) =>
+        router.get(
+          '/transfers/:from/:to',
+          lock({ locker, key: 'account:{params.from}' }),
+          lock({ locker, key: 'account:{params.to}', skip: () => true }),
+          (ctx) => {
+            ctx.body = { key: ctx.state.lock?.key ?? null };
+          },
+        ),
+      );
+      const response = await request(server).get('/transfers/1/2');
+      expect([response.status, response.body]).toEqual([200, { key: null }]);
+    });
+
     it('keeps Retry-After through an upstream error handler, and lets a custom handler answer', async () => {
       const handler = vi.fn<RefusalHandler>((ctx, refusal) => {
         ctx.status = refusal.statusCode;
