@@ -290,16 +290,7 @@ class ClusterSetup implements RedisCluster {
     if (mode !== undefined && mode !== 'FORCE' && mode !== 'TAKEOVER')
       throw new RangeError(`mode must be 'FORCE' or 'TAKEOVER', got ${String(mode)}`);
     checkInteger('timeout', timeout, 1);
-    let before: ShardView | undefined;
-    await waitFor(
-      `the running cluster nodes to agree on the master of ${describeShard(shard)}`,
-      async () => {
-        before = await this.shardView(shard.slot ?? (await this.keySlot(shard.key!)));
-        return true;
-      },
-      { timeout },
-    );
-    const { slot, master, replicas, slots } = before!;
+    const { slot, master, replicas, slots } = await this.agreedShard(shard, timeout);
     const promoted = replicas.find(isLive);
     if (!promoted)
       throw new Error(`the master of slot ${slot} (port ${master.port}) has no running replica to promote`);
@@ -332,23 +323,13 @@ class ClusterSetup implements RedisCluster {
     const { timeout = this.timeout } = options;
     checkShard(shard, 'migrateSlot');
     checkInteger('timeout', timeout, 1);
-    let from: RedisServer | undefined;
-    let slot = 0;
-    await waitFor(
-      `the running cluster nodes to agree on the master of ${describeShard(shard)}`,
-      async () => {
-        slot = shard.slot ?? (await this.keySlot(shard.key!));
-        from = (await this.shardView(slot)).master;
-        return true;
-      },
-      { timeout },
-    );
+    const { slot, master: from } = await this.agreedShard(shard, timeout);
     const to = options.to ?? this.masters.find((master) => master !== from && isLive(master));
     if (!to || to === from || !this.masters.includes(to))
       throw new RangeError(
-        `to must be another master of this cluster than port ${from!.port}, got ${to ? `port ${to.port}` : 'none running'}`,
+        `to must be another master of this cluster than port ${from.port}, got ${to ? `port ${to.port}` : 'none running'}`,
       );
-    const source = adminClient(from!);
+    const source = adminClient(from);
     const target = adminClient(to);
     const [fromId, toId] = await Promise.all([
       source.call('CLUSTER', 'MYID'),
@@ -382,7 +363,7 @@ class ClusterSetup implements RedisCluster {
       // The target first, as redis-cli does: it must own the slot before the source stops sending ASK.
       const masters = [
         to,
-        from!,
+        from,
         ...this.masters.filter((master) => master !== to && master !== from && isLive(master)),
       ];
       for (const master of masters)
@@ -390,22 +371,14 @@ class ClusterSetup implements RedisCluster {
       await waitFor(
         `every running node to name port ${to.port} the master of slot ${slot}`,
         async () => {
-          for (const node of this.liveNodes()) {
-            const owner = (await clusterView(node)).find(
-              (entry) =>
-                entry.role === 'master' && entry.slots.some(([start, end]) => slot >= start && slot <= end),
-            );
-            if (owner?.port !== to.port)
-              throw new Error(
-                `port ${node.port} names port ${owner?.port ?? 'none'} the master of slot ${slot}`,
-              );
-          }
+          const { master } = await this.shardView(slot);
+          if (master !== to) throw new Error(`the nodes name port ${master.port} the master of slot ${slot}`);
           return true;
         },
         { timeout, interval: 50 },
       );
     };
-    return { slot, from: from!, to, moveKeys, finish };
+    return { slot, from, to, moveKeys, finish };
   }
 
   async stop(): Promise<void> {
@@ -415,6 +388,20 @@ class ClusterSetup implements RedisCluster {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
+  }
+
+  /** The shard of `shard` once the running nodes agree on its master, within `timeout` ms. */
+  private async agreedShard(shard: ClusterShard, timeout: number): Promise<ShardView> {
+    let agreed: ShardView | undefined;
+    await waitFor(
+      `the running cluster nodes to agree on the master of ${describeShard(shard)}`,
+      async () => {
+        agreed = await this.shardView(shard.slot ?? (await this.keySlot(shard.key!)));
+        return true;
+      },
+      { timeout },
+    );
+    return agreed!;
   }
 
   private async keySlot(key: string): Promise<number> {
