@@ -1,5 +1,5 @@
 import { InvalidOptionError, refuseUnknown } from '@lock/core';
-import { type GraphQLError, specifiedDirectives } from 'graphql';
+import { defaultFieldResolver, type GraphQLError, specifiedDirectives } from 'graphql';
 import type { HttpStatusOptions, KeyFunction, LockedDirectiveOptions, Settings } from './options.js';
 
 const KNOWN: readonly (keyof LockedDirectiveOptions)[] = [
@@ -11,6 +11,7 @@ const KNOWN: readonly (keyof LockedDirectiveOptions)[] = [
   'onLocked',
   'httpStatus',
   'signal',
+  'fieldResolver',
 ];
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
 const BUILT_IN = specifiedDirectives.map((directive) => directive.name);
@@ -41,6 +42,7 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
     onLocked: functionOr('onLocked', options.onLocked, rethrow),
     http: checkHttp(options.httpStatus),
     signal: functionOr('signal', options.signal, requestSignal),
+    fieldResolver: functionOr('fieldResolver', options.fieldResolver, defaultFieldResolver),
   };
 }
 

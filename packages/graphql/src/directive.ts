@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
 import type { Locker } from '@lock/core';
 import {
-  defaultFieldResolver,
   type GraphQLFieldConfig,
   type GraphQLOutputType,
   type GraphQLSchema,
@@ -80,7 +79,7 @@ directive @${name}(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION
           // then steps aside at run time) or replaced it (its lock is gone), so lock it again.
           if (applied !== undefined && resolvers.made(config.resolve)) return config;
           const field = lockedField(directive, config, coordinate, settings);
-          const resolve = resolvers.wrap(config.resolve ?? defaultFieldResolver, field);
+          const resolve = resolvers.wrap(config.resolve ?? settings.fieldResolver, field);
           return withMark({ ...config, resolve }, mark);
         },
         [MapperKind.INTERFACE_FIELD]: (config, fieldName, typeName) => {

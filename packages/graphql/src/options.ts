@@ -1,5 +1,5 @@
 import type { Locker } from '@lock/core';
-import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
+import type { GraphQLError, GraphQLFieldResolver, GraphQLResolveInfo } from 'graphql';
 
 /**
  * What a `{keys.name}` template segment calls: its answer is written into the key as `String()`
@@ -67,6 +67,13 @@ export interface LockedDirectiveOptions {
    * Default: `context.request.signal` (GraphQL Yoga), else `context.signal` (put one there for Apollo).
    */
   readonly signal?: (context: unknown) => AbortSignal | undefined;
+  /**
+   * Resolves, under the lock, a `@locked` field that has no resolver of its own: give here the
+   * `fieldResolver` you give to `execute` or to the server, which the directive cannot see (it
+   * wraps resolvers when the schema is transformed). Fields with a resolver keep theirs.
+   * Default: graphql-js's `defaultFieldResolver`.
+   */
+  readonly fieldResolver?: GraphQLFieldResolver<unknown, unknown>;
 }
 
 /** The options with every default applied. */
@@ -79,4 +86,5 @@ export interface Settings {
   readonly onLocked: (error: GraphQLError, call: LockedCall) => unknown;
   readonly http: Required<HttpStatusOptions> | undefined;
   readonly signal: (context: unknown) => AbortSignal | undefined;
+  readonly fieldResolver: GraphQLFieldResolver<unknown, unknown>;
 }

@@ -453,6 +453,19 @@ describe('the lock around the resolver', () => {
     expect(result.errors![0]!.message).toMatch(/^Query\.plain: lockOf\(info\) found no lock/);
   });
 
+  it('resolves a field without a resolver of its own by the fieldResolver option, under the lock', async () => {
+    const sdl = 'type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1") total: Int }';
+    const fieldResolver = (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) =>
+      info.fieldName === 'pay' ? lockOf(info).fence : -1;
+    const schema = build(sdl, { Mutation: { total: () => 7 } }, { fieldResolver });
+    const result = await run(schema, 'mutation { pay total }');
+
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({ pay: expect.any(Number), total: 7 });
+    expect(result.data!.pay).toBeGreaterThan(0);
+    expect(await locker.isLocked('order:1')).toBe(false);
+  });
+
   it('releases when the resolver throws', async () => {
     const schema = build('type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1") }', {
       Mutation: {

@@ -314,6 +314,7 @@ describe('factory options', () => {
       'invalid option "httpStatus.locked": 200 (expected an HTTP error status from 400 to 599)',
     ],
     [{ onLocked: 'null' }, 'invalid option "onLocked": "null" (expected a function)'],
+    [{ fieldResolver: {} }, 'invalid option "fieldResolver": {} (expected a function)'],
     [
       { httpStatus: { lockd: undefined } },
       'unknown option "httpStatus.lockd" (expected one of the httpStatus options: locked, unavailable). Did you mean "httpStatus.locked"?',
@@ -333,7 +334,7 @@ describe('factory options', () => {
     expect(typo).toBeInstanceOf(InvalidOptionError);
     expect(typo).toMatchObject({ option: 'onLockd', value: undefined });
     expect(typo.message).toBe(
-      'unknown option "onLockd" (expected one of the lockedDirective() options: locker, name, ttl, wait, keys, onLocked, httpStatus, signal). Did you mean "onLocked"?',
+      'unknown option "onLockd" (expected one of the lockedDirective() options: locker, name, ttl, wait, keys, onLocked, httpStatus, signal, fieldResolver). Did you mean "onLocked"?',
     );
     const nested = await refusal({ httpStatus: { lockd: secret } });
     expect(nested).toMatchObject({ option: 'httpStatus.lockd', value: undefined });
