@@ -174,3 +174,50 @@ describe('a key left without a TTL', () => {
     for (const key of timed) expect(await t.redis.pttl(key)).toBeGreaterThan(0);
   });
 });
+
+describe('a peer that broke our lease: deleted our key, or wrote over it and dropped its TTL', () => {
+  it('where the old algorithm lets a stalled holder DEL the lock of the client that took over, our other owners still wait for our lease, then take the key', async () => {
+    // Precondition: A stalls past its value; B takes the key over; A's check-then-DEL deletes B's,
+    // and C then takes the key while B is within the lease it wrote.
+    const a = new OldAlgorithmPeer(t.redis, 'old', 10_000);
+    const oldB = new OldAlgorithmPeer(t.redis, 'old', 10_000);
+    oldB.clockOffset = 11_000;
+    expect(await a.tryAcquire()).toBe(true);
+    expect(await oldB.tryAcquire()).toBe(true);
+    const leaseOfB = Number(await t.redis.get('old'));
+    await a.del();
+    expect(await new OldAlgorithmPeer(t.redis, 'old', 10_000).tryAcquire()).toBe(true);
+    expect(oldB.now()).toBeLessThan(leaseOfB);
+
+    const first = await legacy.acquire(t.redis, 'k', 'first', 10_000);
+    if (!first.acquired) throw new Error('not acquired');
+    await t.redis.del('k');
+    const refused = await legacy.acquire(t.redis, 'k', 'second', 10_000);
+    expect(refused).toMatchObject({ acquired: false });
+    if (refused.acquired) throw new Error('two owners of ours hold k');
+    expect(refused.remaining).toBeGreaterThan(9_000);
+    expect(refused.remaining).toBeLessThanOrEqual(10_000);
+    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: 'first', fence: first.fence });
+
+    // The first owner's release gives the lease up (the key is not its to touch): the next owner takes the key.
+    expect(await legacy.release(t.redis, 'k', 'first', first.token)).toBe('not-owner');
+    expect(await t.redis.exists('{k}:owner')).toBe(0);
+    expect((await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired).toBe(true);
+  });
+
+  it('a GETSET that wrote a stale TTL-less value over our key: our other owners wait for our lease, then take the key over', async () => {
+    const first = await legacy.acquire(t.redis, 'k', 'first', 10_000);
+    if (!first.acquired) throw new Error('not acquired');
+    // A GETSET loser wrote its value over ours (dropping the TTL), and that value is long past.
+    await t.redis.getset('k', String(Date.now() - 60_000));
+    const refused = await legacy.acquire(t.redis, 'k', 'second', 10_000);
+    expect(refused).toMatchObject({ acquired: false });
+    if (refused.acquired) throw new Error('two owners of ours hold k');
+    expect(refused.remaining).toBeGreaterThan(9_000);
+    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: 'first' });
+
+    expect(await legacy.release(t.redis, 'k', 'first', first.token)).toBe('not-owner');
+    expect((await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired).toBe(true);
+    expect(await t.redis.pttl('k')).toBeGreaterThan(9_000);
+  });
+});

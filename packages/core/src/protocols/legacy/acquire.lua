@@ -34,7 +34,9 @@
                                 token; pttl the lock's TTL now (a re-entry never shortens it)
     { 0, remaining }            held by another owner: the key's remaining PTTL, or for a
                                 TTL-less key the ms until it may be taken over (at most
-                                MAX_WAIT: a timestamp centuries ahead must not overflow the reply)
+                                MAX_WAIT: a timestamp centuries ahead must not overflow the reply),
+                                or for a key a peer deleted or made stale under another owner of
+                                ours, the ms left of that owner's lease (see leaseLeft)
     -1                          the key holds another Redis type (a lock of another format)
     -2                          the key's value is not a decimal timestamp
     -3                          something not ours sits at the owner record's key (see
@@ -75,6 +77,10 @@ if not mayExpire(record) then
 end
 
 if kind == 'none' then
+  local left = leaseLeft(record, owner)
+  if left then
+    return { 0, left }
+  end
   local fence = nextFence(counter, oldCounter)
   rcall('set', lock, value, 'PX', leaseMs)
   recordOwner(1, fence, attempt)
@@ -120,6 +126,10 @@ if wait > 0 then
   return { 0, math.min(math.ceil(wait), MAX_WAIT) }
 end
 
+local left = leaseLeft(record, owner)
+if left then
+  return { 0, left }
+end
 local fence = nextFence(counter, oldCounter)
 rcall('del', record)
 rcall('set', lock, value, 'PX', leaseMs)

@@ -12,7 +12,8 @@
     { holds, pttl, fence, owner }
       holds  0 free (absent, or TTL-less and stale past the margin: the next acquire takes it
              over); else the owner's hold count, 1 for a lock written by a legacy fleet
-      pttl   PTTL of the lock key (-1 without a TTL, -2 when absent)
+      pttl   PTTL of the lock key (-1 without a TTL, -2 when absent), or of the owner record when
+             a peer deleted the key or made it stale under an owner of ours (see leaseLeft)
       fence  the holder's fence, -1 when free or written by a legacy fleet (which has none)
       owner  our owner id, or '' for a lock written by a legacy fleet (or none)
     -1  the key holds another Redis type (a lock of another format)
@@ -31,8 +32,19 @@ if foreignRecord(KEYS[3]) then
   return -3
 end
 
+-- A key a peer deleted or made stale under an owner of ours is held until that owner's lease
+-- ends, as acquire answers (see leaseLeft).
+local function heldByRecord(free)
+  local left = leaseLeft(KEYS[3], nil)
+  if not left then
+    return free
+  end
+  local mine = rcall('hmget', KEYS[3], 'owner', 'holds', 'fence')
+  return { tonumber(mine[2]), left, tonumber(mine[3] or rcall('get', KEYS[2]) or '-1'), mine[1] }
+end
+
 if kind == 'none' then
-  return { 0, -2, -1, '' }
+  return heldByRecord({ 0, -2, -1, '' })
 end
 
 local stored = rcall('get', lock)
@@ -45,7 +57,7 @@ if pttl < 0 then
   local time = rcall('time')
   local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   if tonumber(stored) * scale + margin <= nowMs then
-    return { 0, -1, -1, '' }
+    return heldByRecord({ 0, -1, -1, '' })
   end
 end
 

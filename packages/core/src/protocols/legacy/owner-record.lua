@@ -15,6 +15,9 @@
   tolerance, as records written by earlier versions may be that far off, and so are the TTLs
   before Redis 7 (or for a user the ACL refuses PEXPIRETIME), each read at its own time.
 
+  `leaseLeft(record, owner)` answers the ms left of another owner's lease whose key a peer broke
+  (see below), or nil.
+
   `foreignRecord(record)` tells whether something not ours sits at the record's key (another
   lock, e.g. a Redisson hash or a PHP string of that name, or other data): the scripts then
   refuse before any write, as writing into it, or deleting it, would break whoever owns it.
@@ -64,6 +67,18 @@ local function ownedBy(record, lock, owner)
   end
   return mine[1] == owner and mine[2] == redis.call('get', lock)
     and describes(record, lock, redis.call('pttl', lock))
+end
+
+-- A peer may delete our key or write over it (a stalled holder's check-then-DEL, a GETSET loser's
+-- write, which drops the TTL) while the owner we granted it to holds it by the lease it was told:
+-- the record, which outlives the key, keeps our other owners out until that lease ends. The peers
+-- themselves are not kept out: they never read it.
+local function leaseLeft(record, owner)
+  local left = redis.call('pttl', record)
+  if left > 0 and redis.call('hmget', record, 'owner')[1] ~= owner then
+    return left
+  end
+  return nil
 end
 
 -- Every field the legacy scripts write into an owner record; a hash with any other is not ours.

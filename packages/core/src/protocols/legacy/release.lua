@@ -29,6 +29,12 @@ local rcall = redis.call
 local lock, record, owner, id, attempt = KEYS[1], KEYS[2], ARGV[1], ARGV[4], ARGV[5]
 
 if not ownedBy(record, lock, owner) then
+  -- A peer broke our lease (see leaseLeft): the key is not ours to touch, but the record that
+  -- keeps our other owners out until the lease ends is, and the owner is done with it.
+  -- pcall: a record of another type is not ours (ownedBy said so); its error table names no owner.
+  if redis.pcall('hmget', record, 'owner')[1] == owner then
+    rcall('del', record)
+  end
   return -1
 end
 local mine = rcall('hmget', record, 'holds', 'releases', 'attempt')
