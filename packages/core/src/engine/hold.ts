@@ -28,8 +28,12 @@ export class Hold {
   /** Why the last renewal failed, while it is being retried; the loss reason if validity ends first. */
   renewalError: unknown;
   lost: LockLostError | undefined;
-  /** What a release that was given up on answered when it landed after all. */
-  lateRelease: ReleaseReply | undefined;
+  /**
+   * What each release given up on (by its id) answered when it landed after all: a retry of it
+   * is answered so and not sent again, as a copy sent once the format no longer recalls its id
+   * would take off another hold. Other handles' releases answer for themselves.
+   */
+  readonly lateReleases = new Map<string, ReleaseReply>();
   /** How `close()`'s release of the handles left ended: what a release called after it answers. */
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */

@@ -205,6 +205,32 @@ describe('Redis frozen, then back', () => {
     redis.disconnect();
   });
 
+  it("a retry of a release that landed late is answered by it, not sent again; another handle's release answers for itself", async () => {
+    await using server = await startRedis();
+    const redis = userClient(server);
+    const locker = createLocker({ redis, commandTimeout: COMMAND_TIMEOUT });
+    // One owner's 11 holds: the one whose release lands late, 8 released after it (past the ids
+    // the format recalls), and two that stay.
+    const holds: Lock[] = [];
+    for (let i = 0; i < 11; i++) holds.push(await locker.acquire('k', { owner: 'o', ttl: 30_000 }));
+    const [late, ...others] = holds as [Lock, ...Lock[]];
+    server.pause();
+    expect((await timed(() => late.release())).error).toBeInstanceOf(LockUnavailableError);
+    server.resume();
+    await waitFor('the late release to land', async () => (await locker.inspect('k')).holds === 10, {
+      timeout: 5_000,
+    });
+    for (const other of others.slice(0, 8)) expect(await other.release()).toBe('held');
+    expect(await late.release()).toBe('held');
+    expect((await locker.inspect('k')).holds).toBe(2);
+    // The key deleted under the two left: each answers for itself, not with the late answer above.
+    await redis.del('{lock:k}');
+    expect(await locker.isLocked('k')).toBe(false);
+    expect(await others[8]!.release()).toBe('not-owner');
+    await locker.close();
+    redis.disconnect();
+  });
+
   it('a renewal that fails while the server is frozen is retried within the lease: the lock is kept', async () => {
     await using server = await startRedis();
     const redis = userClient(server);
