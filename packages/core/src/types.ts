@@ -135,7 +135,7 @@ export interface Locker {
    * never replaced by a release error. Rejects with `LockLostError` when the lock was lost
    * before `fn` settled (see `rejectOnLoss`).
    */
-  using<T>(key: string, options: UsingOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: UsingOptions | undefined, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   /**
    * Throws what `acquire` would throw for `options` (an unknown name, a ttl this locker's format

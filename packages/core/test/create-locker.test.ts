@@ -129,6 +129,24 @@ describe('createLocker', () => {
     await locker.close();
   });
 
+  it('takes options left undefined in using, as in acquire and tryAcquire', async () => {
+    const locker = createLocker({ redis, prefix: 'undefined-options:' });
+    expect(await locker.using('k', undefined, async (lock) => lock.key)).toBe('k');
+    await (await locker.acquire('k', undefined)).release();
+    await locker.close();
+  });
+
+  it('keeps apart the holds of two explicit owners on two keys however NUL falls in their names', async () => {
+    const locker = createLocker({ redis, prefix: 'nul-owners:' });
+    const first = await locker.acquire('x\u0000nul-owners:y', { owner: 'a', ttl: 10_000 });
+    const second = await locker.acquire('y', { owner: 'a\u0000nul-owners:x', ttl: 10_000 });
+    expect(first.signal.aborted).toBe(false);
+    expect(await first.release()).toBe('released');
+    expect(await second.release()).toBe('released');
+    expect(await locker.isLocked('x\u0000nul-owners:y')).toBe(false);
+    await locker.close();
+  });
+
   it("checkOptions refuses what acquire would, the format's ttl rule included, and sends nothing", async () => {
     const seconds = createLocker({ redis, protocol: legacyProtocol({ unit: 's' }), prefix: '' });
     const calls = await commandCalls(redis);

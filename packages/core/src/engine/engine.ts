@@ -247,14 +247,18 @@ class Engine implements Locker {
     });
   }
 
-  using<T>(key: string, options: UsingOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(key: string, options: UsingOptions | undefined, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   using<T>(key: string, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   async using<T>(
     key: string,
-    optionsOrFn: UsingOptions | ((lock: Lock) => Promise<T> | T),
+    optionsOrFn: UsingOptions | undefined | ((lock: Lock) => Promise<T> | T),
     maybeFn?: (lock: Lock) => Promise<T> | T,
   ): Promise<T> {
-    const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn];
+    // Options left undefined count as none, as in acquire: a wrapper passing its own optional ones on.
+    const [options, fn] =
+      typeof optionsOrFn === 'function'
+        ? [{}, optionsOrFn]
+        : [optionsOrFn === undefined ? {} : optionsOrFn, maybeFn];
     if (typeof fn !== 'function') throw new InvalidOptionError('fn', fn, 'a function to run');
     refuseUnknown(options, USING_OPTIONS, 'the using options');
     const { rejectOnLoss, ...acquireOptions } = options;

@@ -119,6 +119,7 @@ export class Hold {
   }
 }
 
+/** Owners and keys may hold any character: the owner's length keeps every pair's id its own. */
 export function holdId(resource: string, owner: string): string {
-  return `${owner}\u0000${resource}`;
+  return `${owner.length}:${owner}${resource}`;
 }

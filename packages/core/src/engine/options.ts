@@ -173,10 +173,15 @@ export function checkOwner(owner: unknown, name = 'owner'): string {
       'well-formed Unicode (a lone UTF-16 surrogate reaches Redis as U+FFFD)',
     );
   }
-  // The token format keeps its own fields in the lock hash beside the owners' (NUL + owner for
-  // the last attempt applied, SOH for release ids): an owner starting so would overwrite them.
-  if (owner.charCodeAt(0) <= 1) {
-    throw new InvalidOptionError(name, owner, 'a string not starting with NUL or SOH (\\u0000, \\u0001)');
+  // The token format keeps its own fields beside the owners' (in the lock hash NUL + owner for
+  // the last attempts applied and SOH for release ids; in the waiter registrations NUL + owner
+  // for grant terms and STX + owner for an inbox): an owner starting so would overwrite them.
+  if (owner.charCodeAt(0) <= 2) {
+    throw new InvalidOptionError(
+      name,
+      owner,
+      'a string not starting with NUL, SOH or STX (\\u0000, \\u0001, \\u0002)',
+    );
   }
   return owner;
 }

@@ -50,9 +50,11 @@ const CALL_CASES: Case[] = [
   ['retry.backof', { retry: { backof: 5 } }, 5, null],
   ['owner', { owner: '' }, '', '""'],
   ['owner', { owner: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
-  // The token format's own fields in the lock hash start with NUL (last attempt) and SOH (release ids).
+  // The token format's own fields start with NUL (last attempt, grant terms), SOH (release ids)
+  // and STX (a waiter's inbox): beside the owners' in the lock hash and the waiter registrations.
   ['owner', { owner: '\u0000o' }, '\u0000o', '"\\u0000o"'],
   ['owner', { owner: '\u0001' }, '\u0001', '"\\u0001"'],
+  ['owner', { owner: '\u0002abc' }, '\u0002abc', '"\\u0002abc"'],
   // Sent as U+FFFD, which another owner's name may hold: the two would re-enter each other's hold.
   ['owner', { owner: 'w\uD800' }, 'w\uD800', '"w\\ud800"'],
   ['renew', { renew: 'yes' }, 'yes', '"yes"'],
@@ -72,6 +74,7 @@ const LOCKER_CASES: Case[] = [
   ['id', { id: '' }, '', '""'],
   ['id', { id: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
   ['id', { id: '\u0001svc' }, '\u0001svc', '"\\u0001svc"'],
+  ['id', { id: '\u0002svc' }, '\u0002svc', '"\\u0002svc"'],
   ['clock', { clock: 5 }, 5, '5'],
   ['replication.replicas', { replication: { replicas: 0, timeout: 100 } }, 0, '0'],
   ['tll', { tll: 5_000 }, 5_000, null],

@@ -35,7 +35,8 @@ local function handOn(keys, publish, channel)
   for _, next in ipairs(waiting) do
     local terms, box = '\0' .. next, '\2' .. next
     -- A registration not renewed in time belongs to a waiter that crashed or gave up: skipped.
-    if tonumber(redis.call('hget', registrations, next) or '0') > now then
+    -- Not a number: written under an owner an earlier version let start with STX (an inbox's field).
+    if (tonumber(redis.call('hget', registrations, next) or '0') or 0) > now then
       local lease = redis.call('hget', registrations, terms)
       if publish == 'PUBLISH' then
         inbox = redis.call('hget', registrations, box)
