@@ -23,6 +23,7 @@ import { isUnreachable, pastValidity, redacted, withDeadline } from './deadline.
 import {
   type AcquireEvent,
   type AcquireTraceContext,
+  acquireTraced,
   acquireTracing,
   channels,
   type ExtendEvent,
@@ -227,7 +228,7 @@ class Engine implements Locker {
       return Promise.reject(error);
     }
     // Not an async function: that would add a promise and two turns of the microtask queue.
-    if (!acquireTracing.hasSubscribers) return this.run(request);
+    if (!acquireTraced()) return this.run(request);
     return this.traced(request, (traced, trace) => this.run(traced, trace));
   }
 
@@ -641,7 +642,7 @@ class Engine implements Locker {
     request: Request,
     call: (request: Request, trace?: AcquireTraceContext) => Promise<T>,
   ): Promise<T> {
-    if (!acquireTracing.hasSubscribers) return call(request);
+    if (!acquireTraced()) return call(request);
     const context: AcquireTraceContext = {
       key: request.key,
       protocol: this.backend.protocol.name,

@@ -88,6 +88,21 @@ export interface RenewEvent {
  */
 export const acquireTracing = tracingChannel<object, AcquireTraceContext>('lock:acquire');
 
+/**
+ * Whether anyone subscribes to `acquireTracing`. Read from its channels: `TracingChannel`'s own
+ * `hasSubscribers` came in Node 20.13, and before it reads as nobody.
+ */
+export function acquireTraced(): boolean {
+  const { start, end, asyncStart, asyncEnd, error } = acquireTracing;
+  return (
+    start.hasSubscribers ||
+    end.hasSubscribers ||
+    asyncStart.hasSubscribers ||
+    asyncEnd.hasSubscribers ||
+    error.hasSubscribers
+  );
+}
+
 /** The context object of `acquireTracing`. */
 export interface AcquireTraceContext {
   readonly key: string;
