@@ -17,15 +17,16 @@ export interface ClosableResponse {
 }
 
 /**
- * Calls `ended` when the app ends `res` while it is queued behind a pipelined response: such a
- * response emits neither 'finish' nor 'close' until the ones before it are done, which the
- * client decides (a slow or endless first response). Its work is over once it is ended.
+ * Calls `ended` when the app ends `res`: its work is over then. Its 'finish' and 'close' come
+ * when the client has taken the last byte (or, for a response queued behind a pipelined one,
+ * when the responses before it are done), which the client decides: one that stops reading
+ * would hold the lock for as long as it likes.
  */
-function onQueuedEnd(res: ClosableResponse, ended: () => void): void {
+function onAppEnd(res: ClosableResponse, ended: () => void): void {
   const end = res.end;
   res.end = function (this: unknown, ...args: never[]) {
     const result = end.apply(this, args);
-    if (res.socket === null) ended();
+    ended();
     return result;
   };
 }
@@ -120,7 +121,7 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * has settled. The response lifetime is over at the first of `res` 'close' (a normal finish, or
  * a client abort, also mid-stream), the 'close' of `req`'s connection (the client went away
  * while the response was queued behind a pipelined one, which gets no 'close' of its own), and
- * the app ending a response so queued (whose 'close' the client could put off for ever).
+ * the app ending the response (whose 'close' the client could put off for ever by not reading).
  * Resolves with true once `proceed` was called, false when the lifetime ended first (the wait
  * was aborted; nothing is left in Redis); rejects with the acquire's error. `ended` gets what
  * went wrong after the grant, with the key: a release that failed (tried twice), or the lock
@@ -173,7 +174,7 @@ export function lockForResponse(
     else gone.abort(new Error('the response closed before its lock was acquired'));
   }
   res.once('close', closed);
-  onQueuedEnd(res, () => {
+  onAppEnd(res, () => {
     if (listening) closed();
   });
   const unwatch = connection && watchConnection(connection, closed);

@@ -84,6 +84,20 @@ export async function pipeline(server: Server, paths: readonly string[]): Promis
   };
 }
 
+/**
+ * Sends one GET and never reads the answer, as a slow or hostile client may: once the socket's
+ * buffers are full, the server cannot write the rest of a large response. Returns what drops it.
+ */
+export async function unreadRequest(server: Server, path: string): Promise<() => void> {
+  const { port } = server.address() as AddressInfo;
+  const socket = net.connect({ port, host: '127.0.0.1' });
+  await once(socket, 'connect');
+  socket.pause();
+  socket.on('error', () => {});
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: test\r\n\r\n`);
+  return () => socket.destroy();
+}
+
 /** The server side of one accepted connection, and its 'close' listeners once Node had set it up. */
 export interface AcceptedConnection {
   readonly socket: net.Socket;

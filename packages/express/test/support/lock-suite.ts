@@ -7,7 +7,7 @@ import { useRedis } from '@lock/testing/vitest';
 import { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { acceptedConnections, close, openRequest, pipeline } from './http.js';
+import { acceptedConnections, close, openRequest, pipeline, unreadRequest } from './http.js';
 import { Gate, Intervals, observed, within } from './recorder.js';
 
 /** One route of a test app: the lock options and a framework-neutral handler. */
@@ -310,6 +310,25 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       streaming.abort();
       await freed('file:2');
       rest.open();
+    });
+
+    it('releases the lock once the app ended a response the client does not read: the client cannot keep it', async () => {
+      let ended = false;
+      const server = await serve({
+        path: '/orders/:id',
+        // No ttl: a renewed lease, which only the end of the response lifetime ends.
+        options: { locker, key: 'order:{params.id}', wait: 0 },
+        handle: async () => {
+          ended = true;
+          // Far more than the sockets' buffers take: the rest waits for the client to read.
+          return { receipt: 'x'.repeat(16 * 1024 * 1024) };
+        },
+      });
+      const drop = await unreadRequest(server, '/orders/5');
+      await waitFor('the handler to answer', async () => ended, bound);
+      await freed('order:5');
+      expect((await request(server).get('/orders/6')).status).toBe(200);
+      drop();
     });
 
     describe('HTTP/1.1 pipelining', () => {
