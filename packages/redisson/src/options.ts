@@ -36,7 +36,11 @@ export interface RedissonOptions {
    * `tryLock` uses its own `wait`. Default: `300_000`.
    */
   readonly fairLockWaitTimeout?: number;
-  /** WAIT for replicas after each acquisition, as Redisson's `checkLockSyncedSlaves`; see `@lock/core`. Default: `'auto'`. */
+  /**
+   * WAIT for replicas after each acquisition, as Redisson's `checkLockSyncedSlaves`; see
+   * `@lock/core`. Not on a cluster, where `'auto'` sends none (Redisson does): a failover can
+   * leave two owners until the holder's next renewal. Default: `'auto'`.
+   */
   readonly replication?: ReplicationOptions;
   /** Polling backoff while waiting; release messages usually wake a waiter first. Default: the engine's. */
   readonly retry?: RetryOptions;

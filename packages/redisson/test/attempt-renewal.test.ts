@@ -12,7 +12,7 @@ import {
 import { useRedis } from './helpers/server.js';
 
 const OWNER = '9b3f3c5e-0000-4000-8000-000000000001:7';
-/** A re-entry's lease: its latch list lives about this long (twice, for a write re-entry), and the test waits it out. */
+/** A re-entry's lease: its latch list lives about this long, and the test waits it out. */
 const SHORT = 300;
 /** The watchdog's lease: the renewal makes the lock outlive the latch list by this much. */
 const LONG = 60_000;

@@ -42,6 +42,33 @@ describe('re-entry with another lease', () => {
     });
   }
 
+  const nested = {
+    getLock: (client: Redisson) => client.getLock('orders:9'),
+    writeLock: (client: Redisson) => client.getReadWriteLock('orders:9').writeLock(),
+  };
+  for (const [kind, open] of Object.entries(nested)) {
+    it(`${kind}: lock()/unlock() pairs nested in an outer lock() never take the TTL past one lease`, async () => {
+      const lock = open(redisson);
+      const ttls: number[] = [];
+      await redisson.run(async () => {
+        await lock.lock();
+        for (let i = 0; i < 20; i++) {
+          await lock.lock();
+          ttls.push(await redis.pttl('orders:9'));
+          await lock.unlock();
+          ttls.push(await redis.pttl('orders:9'));
+        }
+        const latches = await redis.keys('redisson_lock_attempt:*');
+        expect(latches).toHaveLength(1);
+        ttls.push(await redis.pttl(latches[0] as string));
+        await lock.unlock();
+      });
+      // A crashed holder keeps Java and every other thread out for one watchdog lease, not twenty.
+      expect(Math.max(...ttls)).toBeLessThanOrEqual(30_000);
+      expect(await redis.exists('orders:9')).toBe(0);
+    });
+  }
+
   describe('fixed leases on both holds: validUntil never exceeds the server PTTL', () => {
     const protocols: Record<string, () => RedissonProtocol> = {
       RLock: () => new RLockProtocol(),

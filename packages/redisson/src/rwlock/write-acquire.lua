@@ -1,9 +1,12 @@
 --[[
   Takes or re-enters the write half of a Redisson read-write lock (RedissonWriteLock).
 
-  Only when nobody holds the hash, or this writer does. Re-entry ADDS the lease to the
-  remaining TTL, as Redisson does. Readers, the same thread included, block a writer: there is
-  no read-to-write upgrade.
+  Only when nobody holds the hash, or this writer does. A re-entry gives the hash the lease but
+  never shortens it, as the RLock does. Redisson adds the lease to the remaining TTL instead, and
+  its partial unlock cuts it back to the lease; here a partial unlock never shortens the TTL (see
+  write-release.lua), so an added lease would stay after the inner hold's unlock, and every
+  lock()/unlock() pair nested in an outer hold would keep the lock another lease after a crash.
+  Readers, the same thread included, block a writer: there is no read-to-write upgrade.
 
   A first acquisition draws its fence from the counter the RLock uses for the same name; a
   re-entry reads it back: while the writer holds the lock nobody else draws (its own read holds
@@ -42,7 +45,7 @@ end
 local holds = tonumber(redis.call('hget', lock, ARGV[2]))
 if mode == 'write' and holds then
   local fence = tonumber(redis.call('get', counter) or '0')
-  local ttl = redis.call('pttl', lock) + lease
+  local ttl = math.max(redis.call('pttl', lock), lease)
   recordAttempt(latches, attempt, fence, holds + 1, ttl)
   holds = redis.call('hincrby', lock, ARGV[2], 1)
   redis.call('pexpire', lock, ttl)
