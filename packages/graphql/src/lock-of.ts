@@ -2,20 +2,12 @@ import type { Lock } from '@lock/core';
 import type { GraphQLResolveInfo } from 'graphql';
 import { LockedDirectiveError } from './directive-error.js';
 
-// graphql-js builds one `info` per field call, and hands the wrapper's own object to the resolver.
+// By the `info` a locked call hands its resolver: a copy of its own (see `callInfo`).
 const locks = new WeakMap<GraphQLResolveInfo, Lock>();
 
-/**
- * Answers `lock` for `info` from now on; the function returned puts back the lock answered
- * before, if any: a resolver that handed its own `info` to another field's locked resolver gets
- * its own lock again once that call is over.
- */
-export function attachLock(info: GraphQLResolveInfo, lock: Lock): () => void {
-  const before = locks.get(info);
+/** Answers `lock` for `info`, a copy made for one call. */
+export function attachLock(info: GraphQLResolveInfo, lock: Lock): void {
   locks.set(info, lock);
-  return () => {
-    if (before !== undefined) locks.set(info, before);
-  };
 }
 
 /**

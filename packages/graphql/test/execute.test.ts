@@ -1291,6 +1291,116 @@ describe('a resolver handing its own info to a locked resolver', () => {
     expect(result).toEqual({ data: { pay: 1 } });
     expect(held).toEqual([true]);
   });
+
+  it('keeps the locks of calls running at the same time apart, also when they end in the order they began', async () => {
+    const seen: string[] = [];
+    const firstIn = gate();
+    const secondIn = gate();
+    const firstOut = gate();
+    const describeLock = async (who: string, info: GraphQLResolveInfo, key: string) => {
+      const lock = lockOf(info);
+      seen.push(
+        `${who}: ${lock.key}, released: ${lock.released}, ${key} held: ${await locker.isLocked(key)}`,
+      );
+    };
+    let payments = 0;
+    const schema = build(
+      `type Query { x: Int }
+       type Mutation {
+         pay(id: ID!): String @locked(key: "order:{args.id}")
+         payMany: String @locked(key: "batch")
+       }`,
+      {
+        Mutation: {
+          pay: async (_: unknown, { id }: { id: string }, __: unknown, info: GraphQLResolveInfo) => {
+            payments += 1;
+            // The first pay(1) is inside when pay(2) starts, and ends before it.
+            if (payments === 1) {
+              firstIn.open();
+              await secondIn.promise;
+            } else if (id === '2') {
+              secondIn.open();
+              await firstOut.promise;
+            }
+            await describeLock(`pay(${id})`, info, `order:${id}`);
+            return id;
+          },
+          payMany: async (source: unknown, _: unknown, context: unknown, info: GraphQLResolveInfo) => {
+            const pay = resolverOf(info, 'pay');
+            const first = pay(source, { id: '1' }, context, info);
+            await firstIn.promise;
+            const second = pay(source, { id: '2' }, context, info);
+            await first;
+            firstOut.open();
+            await second;
+            await describeLock('payMany', info, 'batch');
+            await pay(source, { id: '1' }, context, info);
+            return 'paid';
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { payMany }');
+
+    expect(result).toEqual({ data: { payMany: 'paid' } });
+    expect(seen).toEqual([
+      'pay(1): order:1, released: false, order:1 held: true',
+      'pay(2): order:2, released: false, order:2 held: true',
+      'payMany: batch, released: false, batch held: true',
+      'pay(1): order:1, released: false, order:1 held: true',
+    ]);
+  });
+
+  it('takes the key afresh for a call with the info of a resolver that released its lock early', async () => {
+    const held: boolean[] = [];
+    const schema = build(
+      `type Query { x: Int }
+       type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}") }`,
+      {
+        Mutation: {
+          pay: async (source: unknown, args: { id: string }, context: unknown, info: GraphQLResolveInfo) => {
+            held.push(await locker.isLocked('order:1'));
+            if (held.length > 1) return 2;
+            await lockOf(info).release();
+            return resolverOf(info, 'pay')(source, args, context, info);
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { pay(id: 1) }');
+
+    expect(result).toEqual({ data: { pay: 2 } });
+    expect(held).toEqual([true, true]);
+  });
+
+  it('throws LockedDirectiveError from lockOf in a resolver without the directive, also after it handed its info to a locked resolver', async () => {
+    const schema = build(
+      `type Query { x: Int }
+       type Mutation {
+         audit(id: ID!): String @locked(key: "audit:{args.id}")
+         plain(id: ID!): String
+       }`,
+      {
+        Mutation: {
+          audit: () => 'audited',
+          plain: async (
+            source: unknown,
+            args: { id: string },
+            context: unknown,
+            info: GraphQLResolveInfo,
+          ) => {
+            await resolverOf(info, 'audit')(source, args, context, info);
+            return lockOf(info).key;
+          },
+        },
+      },
+    );
+    const result = await run(schema, 'mutation { plain(id: 1) }');
+
+    expect(result.data).toEqual({ plain: null });
+    expect(result.errors![0]!.originalError).toBeInstanceOf(LockedDirectiveError);
+    expect(result.errors![0]!.message).toMatch(/^Mutation\.plain: lockOf\(info\) found no lock/);
+  });
 });
 
 /** A thenable for `promise` that calls `onAwait` whenever something waits for it. */

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { lockedDirective } from '../src/index.js';
 import { checkoutSchema, gate, overlapping } from './support/checkout.js';
-import { post, type ServerKind, startServer, type TestServer } from './support/servers.js';
+import { post, postBatch, type ServerKind, startServer, type TestServer } from './support/servers.js';
 
 const PAY = 'mutation ($id: ID!) { payOrder(id: $id) { id payments fence } }';
 const PAY_NOW = 'mutation ($id: ID!) { payOrderNow(id: $id) { id payments fence } }';
@@ -123,6 +123,31 @@ describe.each<ServerKind>(['apollo', 'yoga'])('@locked over HTTP on %s', (kind) 
     expect(loser.headers.get('retry-after')).toBe(String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
     expect(loser.errors[0]!.extensions).not.toHaveProperty('http');
     expect((await winner).status).toBe(200);
+  });
+
+  it('with batching on, applies httpStatus to the whole batch on Apollo and not at all on Yoga', async () => {
+    const { schema, ledger } = checkoutSchema({ locker: newLocker(), httpStatus: true }, async () => {});
+    server = await startServer(kind, schema, { batching: true });
+    const holder = await locker.acquire('order:5', { ttl: 20_000 });
+    const reply = await postBatch(server.url, [
+      { query: PAY_NOW, variables: { id: '5' } },
+      { query: PAY_NOW, variables: { id: '6' } },
+    ]);
+    await holder.release();
+
+    expect(reply.results.map((result) => result.data)).toEqual([
+      { payOrderNow: null },
+      { payOrderNow: { id: '6', payments: 1, fence: expect.any(Number) } },
+    ]);
+    expect(reply.results[0]!.errors![0]!.extensions).toEqual({
+      code: 'LOCKED',
+      retryAfterMs: expect.any(Number),
+    });
+    expect(ledger.payments.get('6')).toBe(1);
+    // A client that takes Apollo's 409 for a failure of every operation would pay order 6 again.
+    expect([reply.status, reply.headers.get('retry-after')]).toEqual(
+      kind === 'apollo' ? [409, expect.stringMatching(/^\d+$/)] : [200, null],
+    );
   });
 
   it('stops a waiting acquire when the client goes away', async () => {

@@ -15,16 +15,26 @@ export interface TestServer {
 
 export type ServerKind = 'apollo' | 'yoga';
 
-export function startServer(kind: ServerKind, schema: GraphQLSchema): Promise<TestServer> {
-  return kind === 'apollo' ? startApollo(schema) : startYoga(schema);
+/** How the server is set up. */
+export interface ServerOptions {
+  /** Accept an array of operations in one request (Apollo's `allowBatchedHttpRequests`, Yoga's `batching`). Default: false. */
+  readonly batching?: boolean;
+}
+
+export function startServer(
+  kind: ServerKind,
+  schema: GraphQLSchema,
+  { batching = false }: ServerOptions = {},
+): Promise<TestServer> {
+  return kind === 'apollo' ? startApollo(schema, batching) : startYoga(schema, batching);
 }
 
 /**
  * Apollo Server 5 on Express 5. Its context carries a `signal` aborted when the client goes
  * away before the response finished, as the package README tells Apollo users to do.
  */
-async function startApollo(schema: GraphQLSchema): Promise<TestServer> {
-  const apollo = new ApolloServer({ schema });
+async function startApollo(schema: GraphQLSchema, batching: boolean): Promise<TestServer> {
+  const apollo = new ApolloServer({ schema, allowBatchedHttpRequests: batching });
   await apollo.start();
   const app = express();
   app.use(
@@ -47,8 +57,8 @@ async function startApollo(schema: GraphQLSchema): Promise<TestServer> {
 }
 
 /** GraphQL Yoga 5 on node:http, with its default error masking. */
-function startYoga(schema: GraphQLSchema): Promise<TestServer> {
-  const yoga = createYoga({ schema, logging: false });
+function startYoga(schema: GraphQLSchema, batching: boolean): Promise<TestServer> {
+  const yoga = createYoga({ schema, logging: false, batching });
   return listen(createServer(yoga), async () => {});
 }
 
@@ -88,4 +98,24 @@ export async function post(
   });
   const body = (await response.json()) as Pick<Reply, 'data' | 'errors'>;
   return { status: response.status, headers: response.headers, data: body.data, errors: body.errors ?? [] };
+}
+
+/** One GraphQL operation of a request. */
+export interface Operation {
+  readonly query: string;
+  readonly variables?: Record<string, unknown>;
+}
+
+/** A batched request: the operations' results in one response. */
+export async function postBatch(
+  url: string,
+  operations: readonly Operation[],
+): Promise<{ status: number; headers: Headers; results: Pick<Reply, 'data' | 'errors'>[] }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(operations),
+  });
+  const results = (await response.json()) as Pick<Reply, 'data' | 'errors'>[];
+  return { status: response.status, headers: response.headers, results };
 }
