@@ -124,14 +124,14 @@ describe('a PHP leftover with a decimal value and no TTL (B10 with expire 2.5)',
 
 describe('a TTL-less timestamp too far ahead for a reply in ms', () => {
   it('answers a remaining wait capped at 2^31 - 1 ms, not an overflowed integer', async () => {
-    for (const [unit, digits] of [
-      ['s', 17],
-      ['s', 16],
-      ['ms', 400],
+    // In seconds, the furthest value that is not taken for ms (the year 5138).
+    for (const [unit, value] of [
+      ['s', '9'.repeat(11)],
+      ['ms', `1${'0'.repeat(399)}`],
     ] as const) {
       const legacy = legacyProtocol({ unit });
-      const key = `far:${unit}:${digits}`;
-      await t.redis.set(key, `1${'0'.repeat(digits - 1)}`);
+      const key = `far:${unit}:${value.length}`;
+      await t.redis.set(key, value);
       expect(await legacy.acquire(t.redis, key, 'a', 3_000)).toEqual({
         acquired: false,
         remaining: 2 ** 31 - 1,

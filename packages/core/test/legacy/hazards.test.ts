@@ -1,4 +1,4 @@
-import { legacyProtocol } from '@lock/core';
+import { InvalidKeyError, legacyProtocol } from '@lock/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { useRedis } from './fixture.js';
 import { OldAlgorithmPeer } from './old-peer.js';
@@ -219,5 +219,32 @@ describe('a peer that broke our lease: deleted our key, or wrote over it and dro
     expect(await legacy.release(t.redis, 'k', 'first', first.token)).toBe('not-owner');
     expect((await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired).toBe(true);
     expect(await t.redis.pttl('k')).toBeGreaterThan(9_000);
+  });
+});
+
+describe('a lock written in the other unit (a fleet in seconds read in ms, or the reverse)', () => {
+  it('where an ms reader takes a live lock in seconds for long stale, our side refuses the key with InvalidKeyError and writes nothing', async () => {
+    // Precondition: the SETNX page's client writes seconds; JedisLock's (ms) reads it as 1970.
+    const now = Math.floor(Date.now() / 1000);
+    await t.redis.set('seconds', String(now + 31));
+    const jedis = new OldAlgorithmPeer(t.redis, 'seconds', 10_000);
+    expect(await jedis.tryAcquire()).toBe(true);
+
+    await t.redis.set('k', String(now + 31));
+    await expect(legacy.acquire(t.redis, 'k', 'ours', 10_000)).rejects.toThrow(
+      /holds a timestamp in seconds, not in milliseconds/,
+    );
+    await expect(legacy.inspect(t.redis, 'k')).rejects.toThrow(InvalidKeyError);
+    expect(await t.redis.get('k')).toBe(String(now + 31));
+    expect(await t.redis.exists('{k}:owner')).toBe(0);
+  });
+
+  it('a stale lock in ms read in seconds is refused too, not waited for until the year 50 000', async () => {
+    const seconds = legacyProtocol({ unit: 's' });
+    await t.redis.set('k', String(Date.now() - 60_000));
+    await expect(seconds.acquire(t.redis, 'k', 'ours', 10_000)).rejects.toThrow(
+      /holds a timestamp in milliseconds, not in seconds/,
+    );
+    expect(await t.redis.pttl('k')).toBe(-1);
   });
 });

@@ -39,6 +39,7 @@
                                 ours, the ms left of that owner's lease (see leaseLeft)
     -1                          the key holds another Redis type (a lock of another format)
     -2                          the key's value is not a decimal timestamp
+    -4                          the key's value is a timestamp in the other unit (see inUnit)
     -3                          something not ours sits at the owner record's key (see
                                 owner-record.lua); nothing was written
     error NOPERM                the ACL refuses this user PEXPIRE on the record (see
@@ -91,6 +92,9 @@ local stored = rcall('get', lock)
 local pttl = rcall('pttl', lock)
 if not isTimestamp(stored, pttl) then
   return -2
+end
+if not inUnit(stored, scale) then
+  return -4
 end
 
 local mine = rcall('hmget', record, 'owner', 'holds', 'value', 'fence', 'attempt')

@@ -18,6 +18,7 @@
       owner  our owner id, or '' for a lock written by a legacy fleet (or none)
     -1  the key holds another Redis type (a lock of another format)
     -2  the key's value is not a decimal timestamp
+    -4  the key's value is a timestamp in the other unit (see inUnit)
     -3  something not ours sits at the owner record's key (see owner-record.lua)
 ]]
 local rcall = redis.call
@@ -51,6 +52,9 @@ local stored = rcall('get', lock)
 local pttl = rcall('pttl', lock)
 if not isTimestamp(stored, pttl) then
   return -2
+end
+if not inUnit(stored, scale) then
+  return -4
 end
 
 if pttl < 0 then

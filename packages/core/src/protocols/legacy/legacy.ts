@@ -58,6 +58,7 @@ export interface LegacyProtocolOptions {
 const WRONG_TYPE = -1;
 const NOT_A_TIMESTAMP = -2;
 const FOREIGN_RECORD = -3;
+const OTHER_UNIT = -4;
 
 /**
  * The legacy timestamp lock, for services sharing keys with fleets that still run the old
@@ -137,7 +138,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [scale, lease, padding, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
         context?.followUp,
       );
-      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource) as [
+      const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource, unit) as [
         number,
         number,
         string,
@@ -178,7 +179,7 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         [keys.lock, keys.oldCounter, keys.owner],
         [scale, skewMargin],
       );
-      const [holds, pttl, fence, owner] = checked(reply, resource) as [number, number, number, string];
+      const [holds, pttl, fence, owner] = checked(reply, resource, unit) as [number, number, number, string];
       const held = holds > 0;
       return {
         held,
@@ -213,7 +214,7 @@ async function runRelease(
 }
 
 /** Turns the scripts' "not a legacy lock" codes into a clear error; passes replies through. */
-function checked(reply: unknown, resource: string): unknown[] {
+function checked(reply: unknown, resource: string, unit: 'ms' | 's'): unknown[] {
   if (reply === WRONG_TYPE) {
     throw new InvalidKeyError(
       resource,
@@ -224,6 +225,13 @@ function checked(reply: unknown, resource: string): unknown[] {
     throw new InvalidKeyError(
       resource,
       'the key holds a string that is not a decimal timestamp, so it is not a legacy lock',
+    );
+  }
+  if (reply === OTHER_UNIT) {
+    const [theirs, ours] = unit === 'ms' ? ['seconds', 'milliseconds'] : ['milliseconds', 'seconds'];
+    throw new InvalidKeyError(
+      resource,
+      `the key holds a timestamp in ${theirs}, not in ${ours}: it is locked by a fleet of that unit; give legacyProtocol({ unit }) the unit of the fleet that shares the key`,
     );
   }
   if (reply === FOREIGN_RECORD) {
