@@ -21,6 +21,18 @@ export function connectThinkRedis(env: ThinkEnv, options: RedisOptions = {}): Re
   return new Redis({ ...thinkRedisOptions(env), ...options });
 }
 
+/**
+ * Why an env's connection is refused when the server answers its SELECT with an error (a
+ * database past its `databases`, or a Redis Cluster): Predis then fails, and PHP locks nothing.
+ */
+export function databaseRefused(env: ThinkEnv, answer: string): InvalidOptionError {
+  return new InvalidOptionError(
+    'redis.database',
+    env.get('redis.database'),
+    `a database the server has, which answered ${JSON.stringify(answer)}; read from ${env.origin('redis.database')}`,
+  );
+}
+
 function wholeNumber(env: ThinkEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env.get(name, String(fallback));
   const value = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;

@@ -57,6 +57,14 @@ function envName(name: string): string {
   return name.replaceAll('.', '_').toUpperCase();
 }
 
+/**
+ * What PHP's INI scanner cannot read in a name (zend_ini_scanner.l, LABEL_CHAR), but for the
+ * `[` of an array setting (`HOST[] = a`), which is kept as part of the name.
+ */
+const NOT_IN_NAME = /[!"$&()^{|}~]/;
+/** In a name without a value, `[` too: PHP reads it as the start of an array setting's `= value`. */
+const NOT_IN_BARE_NAME = /[!"$&()[^{|}~]/;
+
 /** One setting of the file: its raw value and where it was written, for messages. */
 interface Setting {
   readonly value: string;
@@ -65,9 +73,9 @@ interface Setting {
 
 /**
  * Parses a ThinkPHP `.env` as `parse_ini_file($file, true, INI_SCANNER_RAW)` does (INI with
- * sections; values are strings; `;` and `#` start comment lines, and `;` an inline comment; see
- * `rawValue` for quotes), then keeps what ThinkPHP 6's `Env::set` keeps of it: names upper-cased,
- * a section's settings as `SECTION_NAME`.
+ * sections; values are strings; `;` starts a comment, and a line holding only a name sets nothing;
+ * see `rawValue` for quotes), then keeps what ThinkPHP 6's `Env::set` keeps of it: names
+ * upper-cased, a section's settings as `SECTION_NAME`.
  */
 export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.ProcessEnv): ThinkEnv {
   // What parse_ini_file answers: top-level names and sections by their names as written; a
@@ -78,28 +86,39 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
   // A lone CR ends a line too, as PHP's scanner reads it.
   const lines = text.split(/\r\n|\r|\n/);
   lines.forEach((rawLine, index) => {
-    const line = rawLine.trim();
-    if (line === '' || line.startsWith(';') || line.startsWith('#')) return;
-    // PHP reads what follows the bracket on a section line as a comment too: `[REDIS] ; main`.
-    // The name is kept as written, blanks inside the brackets included.
-    const header = /^\[([^\]]+)\]\s*(?:[;#].*)?$/.exec(line);
-    if (header) {
-      sectionName = header[1]!;
+    const refused = (problem?: string) => new ThinkEnvError(path, index + 1, rawLine, problem);
+    // PHP's scanner reads spaces before a bracket as the start of an array setting's name:
+    // ` [REDIS]` without `= value` after it fails the whole file. A tab is a blank to it.
+    if (/^ +\[/.test(rawLine))
+      throw refused('a section header indented with spaces, which PHP does not read as one');
+    let line = rawLine.trim();
+    // PHP reads what follows the bracket on a section line as a line of its own: a comment
+    // (`[REDIS] ; main`), another section, even a setting. The name is kept as written, blanks
+    // inside the brackets included, and may be empty: `[]` makes `_NAME` settings.
+    while (line.startsWith('[')) {
+      const close = line.indexOf(']');
+      if (close < 0) throw refused('PHP rejects the whole file at a section with no closing "]"');
+      sectionName = line.slice(1, close);
       section = new Map();
       parsed.set(sectionName, section);
-      return;
+      line = line.slice(close + 1).trimStart();
     }
-    const equals = line.indexOf('=');
-    const name = equals > 0 ? line.slice(0, equals).trim() : '';
-    if (name === '') throw new ThinkEnvError(path, index + 1, rawLine);
-    const value = line.slice(equals + 1);
-    // PHP fails the whole file here ("unexpected end of file"), and ThinkPHP then loads none of
-    // it: read as given, Node would lock with settings the PHP side never sees.
+    if (line === '' || line.startsWith(';')) return;
+    const end = line.search(/[=;]/);
+    const isSetting = line[end] === '=';
+    const name = (end < 0 ? line : line.slice(0, end)).trim();
+    // PHP fails the whole file at these refusals, and ThinkPHP then loads none of it: read as
+    // given, Node would lock with settings the PHP side never sees.
+    const unreadable = (isSetting ? NOT_IN_NAME : NOT_IN_BARE_NAME).exec(name);
+    if (unreadable) throw refused(`PHP rejects the whole file at ${JSON.stringify(unreadable[0])} in a name`);
+    // A name without a value (a forgotten `=`, a `#` comment, which PHP 7 dropped): PHP sets
+    // nothing for it.
+    if (!isSetting) return;
+    if (name === '') throw refused();
+    const value = line.slice(end + 1);
+    // PHP: "unexpected end of file".
     if (index === lines.length - 1 && value.trimStart().startsWith(';'))
-      throw new ThinkEnvError(
-        path,
-        index + 1,
-        rawLine,
+      throw refused(
         'PHP rejects the whole file when its last line holds a value that is only a comment, with no line break after it',
       );
     const origin = `${path}:${index + 1}, ${section ? `${name} in [${sectionName}]` : name}`;

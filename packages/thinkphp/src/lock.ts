@@ -16,7 +16,7 @@ import {
   refuseUnknown,
 } from '@lock/core';
 import { ThinkEnv } from './env.js';
-import { clientFor, closeEnvClients, lockerFor } from './lockers.js';
+import { clientFor, closeEnvClients, lockerFor, refusalOf } from './lockers.js';
 import { checkSettings, type LockSettings, settingNames } from './settings.js';
 import { strictAcquire, strictRelease } from './strict.js';
 
@@ -183,11 +183,16 @@ export class Lock {
    * that rejected is retried first.
    */
   async lock(): Promise<boolean> {
-    return (await this.attempts()) === null;
+    return (await this.refusedOr(this.attempts())) === null;
   }
 
   /** Default mode: releases this lock's own hold only. Strict mode: the PHP release. */
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
+    return this.refusedOr(this.release());
+  }
+
+  /** `unlock()`, failing as the connection does. */
+  private async release(): Promise<void> {
     if (!this.locker) {
       await bounded(
         strictRelease(this.redis, this.key, this.now()),
@@ -217,7 +222,7 @@ export class Lock {
     options: LockOptions,
   ): Promise<T> {
     const lock = new this(key, options);
-    const refused = await lock.attempts();
+    const refused = await lock.refusedOr(lock.attempts());
     if (refused) throw refused;
     const [outcome] = await Promise.allSettled([(async () => fn(lock))()]);
     const unlocked = lock.unlock();
@@ -248,6 +253,18 @@ export class Lock {
     // and keeps the hold.
     if (this.held?.released) await this.unlock();
     return this.lockSafely(this.locker, settings);
+  }
+
+  /**
+   * Rejects as `pending` does, but with the reason when the env's server refused the connection:
+   * its commands then fail only with ioredis' "Connection is closed."
+   */
+  private async refusedOr<T>(pending: Promise<T>): Promise<T> {
+    try {
+      return await pending;
+    } catch (error) {
+      throw refusalOf(this.redis) ?? error;
+    }
   }
 
   private settings(): LockSettings {

@@ -3,19 +3,22 @@ import {
   createLocker,
   DEFAULT_COMMAND_TIMEOUT,
   detached,
+  type InvalidOptionError,
   type Locker,
   legacyProtocol,
   orDefault,
   type RedisClient,
 } from '@lock/core';
 import type { Redis } from 'ioredis';
-import { connectThinkRedis } from './connection.js';
+import { connectThinkRedis, databaseRefused } from './connection.js';
 import type { ThinkEnv } from './env.js';
 
 // Lock objects are as cheap as the PHP ones: they share one locker per connection, clock
 // settings and command timeout, and `{ env }` locks share one connection per env.
 const lockers = new WeakMap<RedisClient, Map<string, Locker>>();
 const envClients = new Map<ThinkEnv, Redis>();
+/** The env connections closed for good because the server refused their `redis.database`. */
+const refusedClients = new WeakMap<RedisClient, InvalidOptionError>();
 
 /** The PHP hosts' clocks as `Lock` options give them (the legacy protocol's defaults when not). */
 export interface PeerClocks {
@@ -58,18 +61,37 @@ export function lockerFor(
 
 /** The shared connection of an env, opened on first use. */
 export function clientFor(env: ThinkEnv): Redis {
-  let client = envClients.get(env);
-  if (!client) {
-    // The first lock made with `env` may be made inside a request: the connection outlives it,
-    // and its reconnects must not be traced in that request.
-    client = detached(() => connectThinkRedis(env));
-    // Nobody else can listen to this client, and ioredis prints "Unhandled error event" for each
-    // failed reconnect of a client nobody listens to: while Redis is down, every 2 s. The
-    // failure reaches the caller in the LockUnavailableError of its lock() or unlock().
-    client.on('error', () => {});
-    envClients.set(env, client);
-  }
+  const shared = envClients.get(env);
+  if (shared) return shared;
+  // The first lock made with `env` may be made inside a request: the connection outlives it,
+  // and its reconnects must not be traced in that request.
+  const client = detached(() => connectThinkRedis(env));
+  // Nobody else can listen to this client, and ioredis prints "Unhandled error event" for each
+  // failed reconnect of a client nobody listens to: while Redis is down, every 2 s. The
+  // failure reaches the caller in the LockUnavailableError of its lock() or unlock().
+  client.on('error', (error: unknown) => {
+    // ioredis only reports a refused SELECT here, then runs every command on db 0, where PHP
+    // never looks. Closed now, before it is ready, it sends none of them.
+    if (!isSelectRefusal(error)) return;
+    refusedClients.set(client, databaseRefused(env, error.message));
+    client.disconnect();
+  });
+  envClients.set(env, client);
   return client;
+}
+
+/** Why `redis`, an env connection, was closed for good; undefined while it may serve. */
+export function refusalOf(redis: RedisClient): InvalidOptionError | undefined {
+  return refusedClients.get(redis);
+}
+
+/** The error ioredis reports when the server answers the SELECT of its `db` with an error. */
+function isSelectRefusal(error: unknown): error is Error {
+  return (
+    error instanceof Error &&
+    error.name === 'ReplyError' &&
+    (error as { command?: { name?: unknown } }).command?.name === 'select'
+  );
 }
 
 /** Settles once every call of `closeEnvClients` so far is done; never rejects. */

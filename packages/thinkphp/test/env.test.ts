@@ -56,13 +56,6 @@ describe('loadThinkEnv', () => {
     expect(env.get('auth')).toBe(true);
   });
 
-  it('refuses a line that is neither a setting nor a section, naming file and line', () => {
-    expect(() => parseThinkEnv('[REDIS]\nHOST 127.0.0.1\n', 'app/.env')).toThrow(ThinkEnvError);
-    expect(() => parseThinkEnv('[REDIS]\nHOST 127.0.0.1\n', 'app/.env')).toThrow(
-      /app\/\.env:2: .*"HOST 127\.0\.0\.1"/,
-    );
-  });
-
   it('turns redis.* settings into ioredis options and refuses a bad port naming it', () => {
     expect(thinkRedisOptions(parseThinkEnv(sample, '.env', {}))).toEqual({
       host: '127.0.0.1',
@@ -182,6 +175,53 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
     ]);
   });
 
+  it('skips a name without a value and reads an empty section, and what follows a section header on its line, as PHP does', async () => {
+    const files = [
+      '[REDIS]\nfoo\nHOST = 10.0.0.9\n',
+      // A forgotten `=`: PHP sets nothing for the line, and ThinkPHP falls back to the default.
+      '[REDIS]\nHOST 10.0.0.1\nPORT = 6391\n',
+      // No line continuation: the next line is a name of its own.
+      '[REDIS]\nAUTH = a\\\nb\nPORT = 6391\n',
+      '[REDIS]\nHOST = 10.0.0.9\n[]\nPORT = 6391\n',
+      // PHP 7 dropped `#` comments: this is a name, or a setting named "# HOST".
+      '# main redis\n[REDIS]\n# HOST = 10.0.0.2\nHOST = 10.0.0.9\n',
+      '[REDIS]\nfoo ; PORT = 6380\nPORT = 6391\n',
+      '[REDIS] HOST = 10.0.0.9\n[DB] [REDIS2]\nPORT = 6391\n',
+      '\t[REDIS]\n  HOST = 10.0.0.9\n',
+    ];
+    const inPhp = await phpThinkEnv(files);
+    expect(inPhp).toEqual([
+      { REDIS_HOST: '10.0.0.9' },
+      { REDIS_PORT: '6391' },
+      { REDIS_AUTH: 'a\\', REDIS_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9', _PORT: '6391' },
+      { 'REDIS_# HOST': '10.0.0.2', REDIS_HOST: '10.0.0.9' },
+      { REDIS_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9', REDIS2_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9' },
+    ]);
+    const names = [
+      'REDIS_HOST',
+      'REDIS_PORT',
+      'REDIS_AUTH',
+      'REDIS_FOO',
+      'REDIS_B',
+      '_PORT',
+      'REDIS_# HOST',
+      'REDIS2_PORT',
+    ];
+    const inNode = files.map((file) => {
+      const env = parseThinkEnv(file, '.env', {});
+      return Object.fromEntries(
+        names.flatMap((name) => {
+          const value = env.get(name);
+          return value === undefined ? [] : [[name, value]];
+        }),
+      );
+    });
+    expect(inNode).toEqual(inPhp);
+  });
+
   it('ends a line at a lone CR, as PHP does', async () => {
     const file = '[REDIS]\rHOST = 10.0.0.9\rPORT = 6391\r';
     const [inPhp] = await phpThinkEnv([file]);
@@ -196,6 +236,29 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
     for (const file of rejected) {
       expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(ThinkEnvError);
       expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(/app\/\.env:3: PHP rejects the whole file/);
+    }
+    // A character PHP's scanner cannot read in a name (in a `#` line of old, or the second line
+    // of a value that does not span lines), a section left open or indented with spaces, a
+    // setting without a name.
+    const broken = [
+      ['[REDIS]\nHOST = 10.0.0.9\n# main (6379)\n', 3, /PHP rejects the whole file at "\(" in a name/],
+      ['[REDIS]\nAUTH = "multi\nline"\n', 3, /PHP rejects the whole file at "\\"" in a name/],
+      ['[REDIS] # main!\nHOST = 10.0.0.9\n', 1, /PHP rejects the whole file at "!" in a name/],
+      ['[REDIS]\nHOST = 10.0.0.9\nHOST[\n', 3, /PHP rejects the whole file at "\[" in a name/],
+      ['[REDIS\nHOST = 10.0.0.9\n', 1, /PHP rejects the whole file at a section with no closing "\]"/],
+      [
+        '[DB]\n  [REDIS]\nHOST = 10.0.0.9\n',
+        2,
+        /a section header indented with spaces, which PHP does not read/,
+      ],
+      ['[REDIS]\nHOST = 10.0.0.9\n= 6391\n', 3, /expected "KEY = value" or "\[SECTION\]", got "= 6391"/],
+    ] as const;
+    expect(await phpThinkEnv(broken.map(([file]) => file))).toEqual(broken.map(() => ({})));
+    for (const [file, line, problem] of broken) {
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(ThinkEnvError);
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(
+        new RegExp(`^app/\\.env:${line}: ${problem.source}`),
+      );
     }
     // With the line break PHP reads it, and so does Node.
     const accepted = `${rejected[0]}\n`;
@@ -230,6 +293,37 @@ describe('a Lock connected from a .env file', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses a database the server does not have, naming redis.database, and writes nothing in db 0', async () => {
+    const env = parseThinkEnv(
+      `[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\nDATABASE = 99\n`,
+      'app/.env',
+      {},
+    );
+    const refused =
+      /"redis\.database": "99" .*ERR DB index is out of range.*read from app\/\.env:4, DATABASE in \[REDIS\]\)$/;
+    const calls: [string, () => Promise<unknown>][] = [
+      ['lock()', () => new Lock('lock_baddb:1', { env }).lock()],
+      // Once refused, the connection stays refused: a later call is told why too.
+      ['a later lock()', () => new Lock('lock_baddb:1', { env }).lock()],
+      ['strict lock()', () => new Lock('lock_baddb:1', { env, strict: true }).lock()],
+      ['strict unlock()', () => new Lock('lock_baddb:1', { env, strict: true }).unlock()],
+      ['Lock.wrap()', () => Lock.wrap('lock_baddb:1', () => 'ran', { env })],
+    ];
+    const outcomes = [];
+    for (const [name, call] of calls) {
+      outcomes.push([name, await call().then(String, (error: Error) => `${error.name}: ${error.message}`)]);
+    }
+    expect(outcomes).toEqual(
+      calls.map(([name]) => [
+        name,
+        expect.stringMatching(new RegExp(`^InvalidOptionError: .*${refused.source}`)),
+      ]),
+    );
+    await Lock.disconnect();
+    // Nothing ran on the db ioredis stayed on after the refused SELECT.
+    expect(await server.client().keys('*lock_baddb*')).toEqual([]);
   });
 
   it('disconnect() called again while it runs resolves once the first call has released and closed', async () => {
