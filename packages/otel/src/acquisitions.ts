@@ -34,7 +34,10 @@ export interface Acquisition {
   readonly span: Span;
   /** The caller's context: the parent of the acquire span and of the hold span. */
   readonly parent: Context;
-  /** The caller's context with the acquire span active, for everything the call does. */
+  /**
+   * The caller's context with the acquire span active, for everything the call does; the caller's
+   * context alone when the span failed to start.
+   */
   readonly active: Context;
   readonly pattern: string;
   readonly metricAttributes: Attributes;
@@ -59,10 +62,10 @@ export class Acquisitions {
   of(call: AcquireCall): Acquisition {
     const known = this.calls.get(call);
     if (known) return known;
-    const { tracer, metrics } = this.telemetry;
+    const { metrics } = this.telemetry;
     const pattern = this.telemetry.pattern(call.key);
     const parent = callerContext(call);
-    const span = tracer.startSpan(
+    const span = this.telemetry.startSpan(
       `lock.acquire ${pattern}`,
       {
         kind: SpanKind.INTERNAL,
@@ -79,7 +82,9 @@ export class Acquisitions {
     const acquisition: Acquisition = {
       span,
       parent,
-      active: trace.setSpan(parent, span),
+      // A span the tracer failed to start is no parent: what the call does stays under the caller
+      // (and unrecorded without one, as instrumentation-ioredis's `requireParentSpan` asks).
+      active: trace.isSpanContextValid(span.spanContext()) ? trace.setSpan(parent, span) : parent,
       pattern,
       metricAttributes: this.telemetry.metricAttributes(call.protocol, pattern),
       startedAt: performance.now(),

@@ -60,7 +60,7 @@ export class Holds {
     const id = holdId(event);
     const known = this.holds.get(id);
     if (known) return;
-    const span = this.telemetry.tracer.startSpan(
+    const span = this.telemetry.startSpan(
       `lock.held ${pattern}`,
       {
         kind: SpanKind.INTERNAL,

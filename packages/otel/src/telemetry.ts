@@ -1,9 +1,12 @@
 import {
   type Attributes,
+  type Context,
+  INVALID_SPAN_CONTEXT,
   type Meter,
   type MeterProvider,
   metrics,
-  type Tracer,
+  type Span,
+  type SpanOptions,
   trace,
 } from '@opentelemetry/api';
 import { ATTR_LOCK_KEY, ATTR_LOCK_PROTOCOL } from './attributes.js';
@@ -16,7 +19,12 @@ const SCOPE = '@lock/otel';
 
 /** What the recorders of one `instrumentLocks()` call share. */
 export interface Telemetry {
-  readonly tracer: Tracer;
+  /**
+   * A span of the tracer. When starting it throws (the SDK passes on what a span processor's
+   * `onStart` or a sampler of the user's throws), a non-recording span with an invalid context
+   * instead, so that the call or hold it is for is still counted.
+   */
+  startSpan(name: string, options: SpanOptions, parent: Context): Span;
   readonly meterProvider: MeterProvider;
   readonly meter: Meter;
   readonly metrics: LockMetrics;
@@ -31,8 +39,16 @@ export function createTelemetry(options: InstrumentLocksOptions): Telemetry {
   const keyOnMetrics = options.keyOnMetrics ?? false;
   const meterProvider = options.meterProvider ?? metrics.getMeterProvider();
   const meter = meterProvider.getMeter(SCOPE);
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE);
   return {
-    tracer: (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE),
+    startSpan(name, spanOptions, parent) {
+      try {
+        return tracer.startSpan(name, spanOptions, parent);
+      } catch (error) {
+        report(`${SCOPE}: failed to start a span; the metrics count without it`, error);
+        return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+      }
+    },
     meterProvider,
     meter,
     metrics: createLockMetrics(meter),

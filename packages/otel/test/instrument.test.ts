@@ -82,6 +82,7 @@ describe('instrumentLocks', () => {
   it('refuses bad options, naming them, before subscribing to anything', () => {
     const bad: [unknown, RegExp][] = [
       [null, /invalid option "options": null/],
+      [[], /invalid option "options": \[\]/],
       [{ keyPatern: (key: string) => key }, /unknown option "keyPatern"/],
       [{ keyPattern: 'order:*' }, /invalid option "keyPattern": "order:\*"/],
       [{ keyOnMetrics: 'yes' }, /invalid option "keyOnMetrics": "yes"/],
@@ -582,6 +583,84 @@ describe('instrumentLocks', () => {
     expect(disabled).toBe('returned');
     expect(releases).toEqual(['released', 'released', 'released']);
     expect(warnings.filter((message) => message.includes('meter provider'))).toEqual([]);
+    expect(errors.length).toBeGreaterThan(0);
+  });
+
+  it('counts the call and the hold whose span a span processor or sampler of the user’s failed to start', async () => {
+    const errors: unknown[] = [];
+    diag.setLogger({ ...silent, error: (...args: unknown[]) => errors.push(args) });
+    const fail = () => {
+      throw new Error('tracing down');
+    };
+    const throwing = {
+      'a processor throwing in onStart': new BasicTracerProvider({
+        spanProcessors: [{ onStart: fail, onEnd() {}, forceFlush: async () => {}, shutdown: async () => {} }],
+      }),
+      'a sampler throwing': new BasicTracerProvider({
+        sampler: { shouldSample: fail, toString: () => 'down' },
+      }),
+    };
+    const counts: Record<string, number[]> = {};
+    const commandParents: Record<string, Set<boolean>> = {};
+    try {
+      for (const [name, provider] of Object.entries(throwing)) {
+        const own = meters();
+        const instrumentation = instrumentLocks({
+          tracerProvider: provider,
+          meterProvider: own.meterProvider,
+        });
+        const gauges = async () => {
+          const all = await own.collect();
+          return [total(all, METRIC_LOCK_WAITING), total(all, METRIC_LOCK_HELD)];
+        };
+        try {
+          spanExporter.reset();
+          const held = await tracer.startActiveSpan('caller', async (span) => {
+            const lock = await locker.acquire('order:1');
+            span.end();
+            return lock;
+          });
+          // Its acquire span starts as the call does: it is counted waiting from then on.
+          const waiting = locker.acquire('order:1', { wait: 5_000 });
+          const whileWaiting = await gauges();
+          const released = [await held.release(), await (await waiting).release()];
+          const all = await own.collect();
+          // The Redis commands of the call made under a span stay there; the others (made under
+          // none, with instrumentation-ioredis's default requireParentSpan) are not recorded.
+          const spans = spanExporter.getFinishedSpans();
+          const caller = idOf(spans.find((span) => span.name === 'caller')!);
+          commandParents[name] = new Set(
+            spans
+              .filter((span) => span.attributes['db.system.name'])
+              .map((span) => parentOf(span) === caller),
+          );
+          counts[name] = [
+            ...whileWaiting,
+            ...(await gauges()),
+            recorded(all, METRIC_LOCK_WAIT_DURATION),
+            recorded(all, METRIC_LOCK_HOLD_DURATION),
+            total(all, METRIC_LOCK_ACQUISITIONS),
+            released.filter((result) => result === 'released').length,
+          ];
+        } finally {
+          instrumentation.disable();
+          await own.shutdown();
+        }
+      }
+    } finally {
+      diag.disable();
+      await Promise.all(Object.values(throwing).map((provider) => provider.shutdown()));
+    }
+    // waiting and held while the second call waits, then after both releases; the durations of
+    // both calls and both holds; acquisitions; releases.
+    expect(counts).toEqual({
+      'a processor throwing in onStart': [1, 1, 0, 0, 2, 2, 2, 2],
+      'a sampler throwing': [1, 1, 0, 0, 2, 2, 2, 2],
+    });
+    expect(commandParents).toEqual({
+      'a processor throwing in onStart': new Set([true]),
+      'a sampler throwing': new Set([true]),
+    });
     expect(errors.length).toBeGreaterThan(0);
   });
 
