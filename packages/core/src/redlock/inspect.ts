@@ -9,7 +9,8 @@ const free: Inspection = { held: false, ttl: null, owner: null, fence: null, hol
 /**
  * Reads the lock on every master. It is held when one owner holds it on a majority, for as long
  * as a majority still keeps it (the quorum-th longest remaining TTL); the fence is the largest
- * any master reports. Throws `QuorumError` when too few masters answer to tell.
+ * any master reports. Throws `QuorumError` when too few masters answer to tell, also when no
+ * owner holds a majority of those that answered but one could with those that did not.
  */
 export async function inspectOnQuorum(context: OpenContext, resource: string): Promise<Inspection> {
   const outcomes = await fanOut(context.clients, context.nodeTimeout, (redis) =>
@@ -52,6 +53,25 @@ export async function inspectOnQuorum(context: OpenContext, resource: string): P
       fence,
       holds: Math.min(...held.map((answer) => answer.holds)),
     };
+  }
+  // Free only when no owner could hold a majority with the masters that did not answer: a lock
+  // whose majority includes one of them is still held, and `acquire` would be refused.
+  const silent = context.clients.length - answers.length;
+  const most = Math.max(0, ...[...byOwner.values()].map((held) => held.length));
+  if (most + silent >= quorum) {
+    throw new QuorumError(
+      resource,
+      quorum,
+      answers.length,
+      0,
+      failed,
+      timedOut,
+      unreachableIn(context, outcomes, {
+        cause: new Error(
+          `it is held on ${most} of the ${answers.length} masters that answered: the silent masters decide whether a majority holds it`,
+        ),
+      }),
+    );
   }
   return { ...free, fence };
 }
