@@ -157,15 +157,7 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       ' REDIS _PORT',
     ];
     const inPhp = await phpThinkEnv(files);
-    const inNode = files.map((file) => {
-      const env = parseThinkEnv(file, '.env', {});
-      return Object.fromEntries(
-        names.flatMap((name) => {
-          const value = env.get(name);
-          return value === undefined ? [] : [[name, value]];
-        }),
-      );
-    });
+    const inNode = files.map((file) => namedSettings(file, names));
     expect(inNode).toEqual(inPhp);
     expect(inPhp).toEqual([
       { DB_HOST: 'db', REDIS_DATABASE: '2' },
@@ -210,15 +202,7 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       'REDIS_# HOST',
       'REDIS2_PORT',
     ];
-    const inNode = files.map((file) => {
-      const env = parseThinkEnv(file, '.env', {});
-      return Object.fromEntries(
-        names.flatMap((name) => {
-          const value = env.get(name);
-          return value === undefined ? [] : [[name, value]];
-        }),
-      );
-    });
+    const inNode = files.map((file) => namedSettings(file, names));
     expect(inNode).toEqual(inPhp);
   });
 
@@ -352,3 +336,14 @@ describe('a Lock connected from a .env file', () => {
     await lock.unlock();
   });
 });
+
+/** The settings of `names` that a .env file's text gives, as PHP's are read by the tests (absent ones left out). */
+function namedSettings(file: string, names: readonly string[]): Record<string, unknown> {
+  const env = parseThinkEnv(file, '.env', {});
+  return Object.fromEntries(
+    names.flatMap((name) => {
+      const value = env.get(name);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+}

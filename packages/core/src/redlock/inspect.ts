@@ -19,17 +19,17 @@ export async function inspectOnQuorum(context: OpenContext, resource: string): P
   const answers = outcomes.flatMap((outcome) => (outcome.kind === 'ok' ? [outcome.value] : []));
   const { failed, timedOut } = tally(outcomes);
   const { quorum } = context;
-  if (answers.length < quorum) {
-    throw new QuorumError(
+  const undecided = (given?: ErrorOptions) =>
+    new QuorumError(
       resource,
       quorum,
       answers.length,
       0,
       failed,
       timedOut,
-      unreachableIn(context, outcomes),
+      unreachableIn(context, outcomes, given),
     );
-  }
+  if (answers.length < quorum) throw undecided();
 
   const fences = answers.flatMap((answer) => (answer.fence === null ? [] : [answer.fence]));
   const fence = fences.length === 0 ? null : Math.max(...fences);
@@ -59,19 +59,10 @@ export async function inspectOnQuorum(context: OpenContext, resource: string): P
   const silent = context.clients.length - answers.length;
   const most = Math.max(0, ...[...byOwner.values()].map((held) => held.length));
   if (most + silent >= quorum) {
-    throw new QuorumError(
-      resource,
-      quorum,
-      answers.length,
-      0,
-      failed,
-      timedOut,
-      unreachableIn(context, outcomes, {
-        cause: new Error(
-          `it is held on ${most} of the ${answers.length} masters that answered: the silent masters decide whether a majority holds it`,
-        ),
-      }),
+    const cause = new Error(
+      `it is held on ${most} of the ${answers.length} masters that answered: the silent masters decide whether a majority holds it`,
     );
+    throw undecided({ cause });
   }
   return { ...free, fence };
 }

@@ -197,7 +197,11 @@ describe('a peer that broke our lease: deleted our key, or wrote over it and dro
     if (refused.acquired) throw new Error('two owners of ours hold k');
     expect(refused.remaining).toBeGreaterThan(9_000);
     expect(refused.remaining).toBeLessThanOrEqual(10_000);
-    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({ held: true, owner: 'first', fence: first.fence });
+    expect(await legacy.inspect(t.redis, 'k')).toMatchObject({
+      held: true,
+      owner: 'first',
+      fence: first.fence,
+    });
 
     // The first owner's release gives the lease up (the key is not its to touch): the next owner takes the key.
     expect(await legacy.release(t.redis, 'k', 'first', first.token)).toBe('not-owner');
