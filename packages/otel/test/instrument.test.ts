@@ -627,11 +627,18 @@ describe('instrumentLocks', () => {
           const all = await own.collect();
           // The Redis commands of the call made under a span stay there; the others (made under
           // none, with instrumentation-ioredis's default requireParentSpan) are not recorded.
+          // Read in the caller's trace: the locker's shared subscriber may carry a command into
+          // the trace of an earlier test's call.
           const spans = spanExporter.getFinishedSpans();
-          const caller = idOf(spans.find((span) => span.name === 'caller')!);
+          const callerSpan = spans.find((span) => span.name === 'caller')!;
+          const caller = idOf(callerSpan);
           commandParents[name] = new Set(
             spans
-              .filter((span) => span.attributes['db.system.name'])
+              .filter(
+                (span) =>
+                  span.attributes['db.system.name'] &&
+                  span.spanContext().traceId === callerSpan.spanContext().traceId,
+              )
               .map((span) => parentOf(span) === caller),
           );
           counts[name] = [
