@@ -209,6 +209,25 @@ describe('a peer that broke our lease: deleted our key, or wrote over it and dro
     expect((await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired).toBe(true);
   });
 
+  it('keeps our other owners out until the holder released its last hold, not its first; a copy or an undo of an attempt never applied takes off none', async () => {
+    const fresh = { wait: 0, fresh: false };
+    const first = await legacy.acquire(t.redis, 'k', 'first', 10_000, { ...fresh, attempt: 'a1' });
+    const again = await legacy.acquire(t.redis, 'k', 'first', 10_000, { ...fresh, attempt: 'a2' });
+    if (!first.acquired || !again.acquired) throw new Error('not acquired');
+    expect(again.holds).toBe(2);
+    await t.redis.del('k');
+    const keptOut = async () => (await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired === false;
+
+    expect(await legacy.undo(t.redis, 'k', 'first', first.token, 'a3')).toBe('not-owner');
+    expect(await keptOut()).toBe(true);
+    expect(await legacy.release(t.redis, 'k', 'first', again.token, undefined, 'r1')).toBe('not-owner');
+    expect(await keptOut()).toBe(true);
+    expect(await legacy.release(t.redis, 'k', 'first', again.token, undefined, 'r1')).toBe('not-owner');
+    expect(await keptOut()).toBe(true);
+    expect(await legacy.release(t.redis, 'k', 'first', first.token, undefined, 'r2')).toBe('not-owner');
+    expect((await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired).toBe(true);
+  });
+
   it('a GETSET that wrote a stale TTL-less value over our key: our other owners wait for our lease, then take the key over', async () => {
     const first = await legacy.acquire(t.redis, 'k', 'first', 10_000);
     if (!first.acquired) throw new Error('not acquired');

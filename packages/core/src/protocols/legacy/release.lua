@@ -23,29 +23,36 @@
   Output:
     0   released (keys deleted, message published)
     n   still held by the owner with n holds left (untouched by an undo of an attempt not applied here)
-    -1  not ours: nothing changed
+    -1  not ours: nothing changed, but for the holds counted in our record of a key a peer broke
+        (see leaseLeft)
 ]]
 local rcall = redis.call
 local lock, record, owner, id, attempt = KEYS[1], KEYS[2], ARGV[1], ARGV[4], ARGV[5]
 
-if not ownedBy(record, lock, owner) then
-  -- A peer broke our lease (see leaseLeft): the key is not ours to touch, but the record that
-  -- keeps our other owners out until the lease ends is, and the owner is done with it.
-  -- pcall: a record of another type is not ours (ownedBy said so); its error table names no owner.
-  if redis.pcall('hmget', record, 'owner')[1] == owner then
-    rcall('del', record)
-  end
+-- A peer may have broken our lease (see leaseLeft): the key is then not ours to touch, but the
+-- record, which keeps our other owners out until the lease ends, still counts the owner's holds
+-- and goes with the last of them.
+local owned = ownedBy(record, lock, owner)
+-- pcall: a record of another type is not ours (ownedBy said so); its error table names no owner.
+local mine = redis.pcall('hmget', record, 'owner', 'holds', 'releases', 'attempt')
+if mine[1] ~= owner then
   return -1
 end
-local mine = rcall('hmget', record, 'holds', 'releases', 'attempt')
-if idsHave(mine[2], id) or (attempt ~= '' and not idsHave(mine[3], attempt)) then
-  return tonumber(mine[1])
+local holds = tonumber(mine[2])
+-- A copy of a release applied here, or the undo of an attempt that never counted a hold here.
+if idsHave(mine[3], id) or (attempt ~= '' and not idsHave(mine[4], attempt)) then
+  return owned and holds or -1
 end
-if tonumber(mine[1]) > 1 then
+if holds > 1 then
   if id ~= '' then
-    rcall('hset', record, 'releases', idsWith(mine[2], id))
+    rcall('hset', record, 'releases', idsWith(mine[3], id))
   end
-  return rcall('hincrby', record, 'holds', -1)
+  local left = rcall('hincrby', record, 'holds', -1)
+  return owned and left or -1
+end
+if not owned then
+  rcall('del', record)
+  return -1
 end
 
 rcall('del', lock, record)
