@@ -30,6 +30,48 @@ for (const version of expressVersions) {
       return server;
     }
 
+    it.each(['lock', 'locked'] as const)(
+      'with %s(), holds the lock until a res.end wrapper installed before it (express-session saving) has ended the response',
+      async (gate) => {
+        const saving = new Gate();
+        let savingBegun = false;
+        // What express-session does: its res.end saves the session, and ends the response once saved.
+        const session: RequestHandler = (_req, res, next) => {
+          const end = res.end as (...args: unknown[]) => unknown;
+          res.end = function (this: unknown, ...args: unknown[]) {
+            savingBegun = true;
+            void saving.pass().then(() => end.apply(res, args));
+            return res;
+          } as typeof res.end;
+          next();
+        };
+        const handler: RequestHandler = (_req, res) => {
+          res.json({ ok: true });
+        };
+        const options = { locker, key: 'cart:{params.user}', wait: 0 };
+        const server = await serve((app) => {
+          app.get(
+            '/carts/:user',
+            session,
+            gate === 'lock' ? lock(options) : locked(options, handler),
+            handler,
+          );
+          app.get('/peek/:user', lock(options), handler);
+        });
+        const first = request(server)
+          .get('/carts/u1')
+          .then((response) => response.status);
+        await waitFor('the session save to begin', async () => savingBegun, { timeout: 5_000 });
+        expect((await request(server).get('/peek/u1')).status).toBe(409);
+        saving.open();
+        expect(await first).toBe(200);
+        await waitFor('the lock to be released', async () => !(await locker.isLocked('cart:u1')), {
+          timeout: 5_000,
+        });
+        expect((await request(server).get('/peek/u1')).status).toBe(200);
+      },
+    );
+
     it('stores the handle under requestPropertyName', async () => {
       const server = await serve((app) =>
         app.get(

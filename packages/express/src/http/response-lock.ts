@@ -11,8 +11,10 @@ export interface ClosableResponse {
   readonly stream?: { readonly destroyed: boolean };
   /** Null while the response is queued behind a pipelined one on its connection. */
   readonly socket: unknown;
+  /** True once the response was ended (`end()` reached Node's own). */
+  readonly writableEnded?: boolean;
   end: (...args: never[]) => unknown;
-  once(event: 'close', listener: () => void): unknown;
+  once(event: 'close' | 'prefinish', listener: () => void): unknown;
   off(event: 'close', listener: () => void): unknown;
 }
 
@@ -20,13 +22,17 @@ export interface ClosableResponse {
  * Calls `ended` when the app ends `res`: its work is over then. Its 'finish' and 'close' come
  * when the client has taken the last byte (or, for a response queued behind a pipelined one,
  * when the responses before it are done), which the client decides: one that stops reading
- * would hold the lock for as long as it likes.
+ * would hold the lock for as long as it likes. A wrapper of `end` installed before the lock's
+ * may end the response later, after work of its own (express-session saves the session first):
+ * then the end it makes, node:http's 'prefinish' (the body handed to the socket, not yet read
+ * by the client), or else 'close'.
  */
 function onAppEnd(res: ClosableResponse, ended: () => void): void {
   const end = res.end;
   res.end = function (this: unknown, ...args: never[]) {
     const result = end.apply(this, args);
-    ended();
+    if (res.writableEnded === false) res.once('prefinish', ended);
+    else ended();
     return result;
   };
 }
