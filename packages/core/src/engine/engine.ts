@@ -513,12 +513,12 @@ class Engine implements Locker {
     if (hold.lost && hold.lost.reason !== 'closed') {
       if (releasedByName(hold)) this.releaseLost(hold, id);
       // Unless an earlier release of it, given up on, landed after all.
-      return hold.lateReleases.get(id) === 'released' ? 'released' : 'not-owner';
+      return hold.lateRelease(id) === 'released' ? 'released' : 'not-owner';
     }
     // A retry of a release that landed late and ended the hold: sent again, it could take off a
     // hold the owner has taken since.
     if (hold.endedLate) return 'released';
-    const landed = hold.lateReleases.get(id);
+    const landed = hold.lateRelease(id);
     if (landed) return landed;
     const timeout = this.timeLeft(calledAt);
     const witness: ReleaseWitness = { ranOnce: false };
@@ -535,7 +535,7 @@ class Engine implements Locker {
       (late) => {
         if (late.status !== 'fulfilled') return;
         // A copy of it (a retry) lands after it and finds nothing: the first one freed the lock.
-        if (hold.lateReleases.get(id) !== 'released') hold.lateReleases.set(id, late.value);
+        hold.landedLate(id, late.value);
         // It freed the lock after all: the hold ends now, instead of being reported lost when
         // its lease runs out. Only when no other handle re-entered it since.
         if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
@@ -547,7 +547,7 @@ class Engine implements Locker {
     );
     if (result !== 'not-owner') return result;
     // A retry sent before the first copy's late answer came: that copy freed the lock.
-    const freed = hold.lateReleases.get(id);
+    const freed = hold.lateRelease(id);
     if (freed) return freed;
     // Proof only from the one copy of a first release, answered while the lease still held: a copy
     // resent after a lost reply, or a retry after an unanswered release, finds the key the first

@@ -31,9 +31,10 @@ export class Hold {
   /**
    * What each release given up on (by its id) answered when it landed after all: a retry of it
    * is answered so and not sent again, as a copy sent once the format no longer recalls its id
-   * would take off another hold. Other handles' releases answer for themselves.
+   * would take off another hold. Other handles' releases answer for themselves. Made on the
+   * first, seldom: not for every acquisition.
    */
-  readonly lateReleases = new Map<string, ReleaseReply>();
+  private lateReleases: Map<string, ReleaseReply> | undefined;
   /** How `close()`'s release of the handles left ended: what a release called after it answers. */
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
@@ -100,6 +101,17 @@ export class Hold {
     const tail: Promise<void> = result.then(done, done);
     this.tail = tail;
     return result;
+  }
+
+  /** What the release `id`, given up on, answered when it landed after all; undefined if it has not. */
+  lateRelease(id: string): ReleaseReply | undefined {
+    return this.lateReleases?.get(id);
+  }
+
+  /** Records what the release `id`, given up on, answered when it landed; a copy's 'not-owner' after its 'released' changes nothing. */
+  landedLate(id: string, reply: ReleaseReply): void {
+    this.lateReleases ??= new Map();
+    if (this.lateReleases.get(id) !== 'released') this.lateReleases.set(id, reply);
   }
 
   get id(): string {

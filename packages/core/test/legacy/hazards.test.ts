@@ -218,7 +218,7 @@ describe('a peer that broke our lease: deleted our key, or wrote over it and dro
     await t.redis.del('k');
     const keptOut = async () => (await legacy.acquire(t.redis, 'k', 'second', 10_000)).acquired === false;
 
-    expect(await legacy.undo(t.redis, 'k', 'first', first.token, 'a3')).toBe('not-owner');
+    expect(await legacy.undo!(t.redis, 'k', 'first', first.token, 'a3')).toBe('not-owner');
     expect(await keptOut()).toBe(true);
     expect(await legacy.release(t.redis, 'k', 'first', again.token, undefined, 'r1')).toBe('not-owner');
     expect(await keptOut()).toBe(true);
