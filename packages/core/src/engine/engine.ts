@@ -1109,13 +1109,12 @@ function takenAtRelease(hold: Hold): LockLostError | undefined {
 
 /**
  * Whether a lost hold is released by its owner's name (see `releaseReply`): a fresh owner's hold
- * that Redis may still count, lost to our clock, a renewal or a master change (not taken by
- * another owner, nor ended by `close()`, whose release went out already).
+ * that Redis may still count, lost to our clock, a renewal or a master change, or taken (a legacy
+ * lock's owner record outlives a key a peer deleted, and counts the holds it keeps our other
+ * owners out for); not one ended by `close()`, whose release went out already.
  */
 function releasedByName(hold: Hold): boolean {
-  return (
-    hold.fresh && hold.lost !== undefined && hold.lost.reason !== 'taken' && hold.lost.reason !== 'closed'
-  );
+  return hold.fresh && hold.lost !== undefined && hold.lost.reason !== 'closed';
 }
 
 /**

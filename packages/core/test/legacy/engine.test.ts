@@ -68,3 +68,27 @@ it('surfaces a hash under the name and bad seconds ttls as typed errors, writing
   expect(await t.redis.keys('*')).toEqual(['lock:redisson']);
   await locker.close();
 });
+
+it('frees the key for our other owners once every re-entered handle of a lock a peer deleted is released', async () => {
+  const locker = createLocker({ redis: t.redis, protocol: legacyProtocol() });
+  const other = createLocker({ redis: t.redis, protocol: legacyProtocol() });
+  const lost = await locker
+    .using('k', { ttl: 20_000, renew: false }, () =>
+      locker.using('k', { ttl: 20_000, renew: false }, async (inner) => {
+        expect(inner.holds).toBe(2);
+        // A legacy peer's check-then-DEL: the owner record alone keeps our other owners out.
+        await t.redis.del('lock:k');
+        expect(await other.tryAcquire('k')).toBeNull();
+      }),
+    )
+    .catch((error: unknown) => error);
+  expect(lost).toMatchObject({ name: 'LockLostError', reason: 'taken' });
+  await until(
+    async () => (await t.redis.exists('{lock:k}:owner')) === 0,
+    'the record to go with the last hold',
+  );
+  const next = await other.acquire('k', { ttl: 5_000, wait: 0 });
+  await next.release();
+  await locker.close();
+  await other.close();
+});
