@@ -80,8 +80,7 @@ export function lockedResolvers(settings: Settings): LockedResolvers {
         // resolver, is no lock to run under.
         if (
           outer?.coordinate !== field.coordinate ||
-          outer.lock.released ||
-          outer.lock.signal.aborted ||
+          outer.lock.remaining() === 0 ||
           outer.key !== field.template.build(args, context, info)
         )
           return lockAround(resolve, field, settings, running, [source, args, context, info]);

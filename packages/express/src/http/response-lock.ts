@@ -136,7 +136,7 @@ function recordHeld(req: ClosableRequest, locker: Locker, key: string, held: Hel
  * keep-alive connection serving many requests does not collect them. A request that
  * already holds `key` on `locker` (from an earlier gate) proceeds at once with that lock, which
  * the earlier gate then holds until what this `proceed` returned has settled as well; unless
- * that lock was lost meanwhile: this gate then acquires the key as any other request would.
+ * that lock was lost or released meanwhile: this gate then acquires the key as any other request would.
  */
 export function lockForResponse(
   res: ClosableResponse,
@@ -151,9 +151,9 @@ export function lockForResponse(
   if (res.closed || res.stream?.destroyed || connection?.destroyed) return Promise.resolve(false);
   const own = req && requestLocks.get(req)?.get(locker)?.get(key);
   // A lock lost since the earlier gate took it (its lease ran out during slow work in between,
-  // renewals failed) is no lock to proceed under: this gate takes the key afresh, as a request
-  // holding nothing would.
-  if (own && !own.over && !own.lock.signal.aborted) {
+  // renewals failed), or released early by the app, is no lock to proceed under: this gate takes
+  // the key afresh, as a request holding nothing would.
+  if (own && !own.over && own.lock.remaining() > 0) {
     // The gate that took it releases it, once this request is over and this gate's work too.
     own.within.push(Promise.resolve(proceed(own.lock)));
     return Promise.resolve(true);

@@ -241,6 +241,27 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       await other!.release();
     });
 
+    it('takes the lock afresh at a second gate when the first was released early meanwhile: never lets the request in unlocked', async () => {
+      let first: Lock | undefined;
+      const server = await serve({
+        path: '/orders/:id',
+        options: { locker, key: 'order:13', wait: 0 },
+        gates: 2,
+        betweenGates: async (lock) => {
+          first = lock;
+          await lock!.release();
+        },
+        handle: async (lock) => ({
+          released: lock?.released,
+          held: await locker.isLocked('order:13'),
+          later: lock!.fence > first!.fence,
+        }),
+      });
+      const response = await request(server).get('/orders/13');
+      expect([response.status, response.body]).toEqual([200, { released: false, held: true, later: true }]);
+      await freed('order:13');
+    });
+
     it('stops waiting when the client goes away: the handler never runs and nothing stays locked', async () => {
       let ran = 0;
       const server = await serve({
