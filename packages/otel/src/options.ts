@@ -32,8 +32,6 @@ const OPTIONS: readonly (keyof InstrumentLocksOptions)[] = [
 
 /** Refuses anything `instrumentLocks` cannot use, naming the option, before subscribing to anything. */
 export function checkOptions(options: unknown): InstrumentLocksOptions {
-  // Core's check takes any object: an array would pass as options with none set.
-  if (Array.isArray(options)) throw new InvalidOptionError('options', options, 'an object');
   refuseUnknown(options, OPTIONS, 'the instrumentLocks() options');
   const given = options as Record<string, unknown>;
   checkProvider(given, 'tracerProvider', 'getTracer');

@@ -48,7 +48,8 @@ export function refuseUnknown(
   aliases: Readonly<Record<string, OptionAlias>> = {},
   path?: string,
 ): asserts options is object {
-  if (typeof options !== 'object' || options === null)
+  // A list is no options object: read by its names, it would pass as none given.
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
     throw new InvalidOptionError(path ?? 'options', options, 'an object');
   const named = (name: string) => (path === undefined ? name : `${path}.${name}`);
   for (const name of Object.keys(options)) {

@@ -47,6 +47,8 @@ const CALL_CASES: Case[] = [
   ['retry.max', { retry: { base: 200, max: 100 } }, 100, '100'],
   ['retry.jitter', { retry: { jitter: 2 } }, 2, '2'],
   ['retry', { retry: null }, null, 'null'],
+  // A list is no options object: read by its names, it would pass as none given.
+  ['retry', { retry: [] }, [], '[]'],
   ['retry.backof', { retry: { backof: 5 } }, 5, null],
   ['owner', { owner: '' }, '', '""'],
   ['owner', { owner: LONG_OWNER }, LONG_OWNER, LONG_OWNER_SHOWN],
@@ -179,6 +181,13 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
     ['using', () => locker.using('bad', null as unknown as AcquireOptions, () => {})],
   ])('%s refuses null options with a typed error', async (_name, call) => {
     expectNamed(await nothingWritten(call), 'options', null, 'null');
+  });
+  it.each([
+    ['acquire', () => locker.acquire('bad', [] as unknown as AcquireOptions)],
+    ['tryAcquire', () => locker.tryAcquire('bad', [] as unknown as AcquireOptions)],
+    ['using', () => locker.using('bad', [] as unknown as AcquireOptions, () => {})],
+  ])('%s refuses a list given as options, which would pass as none', async (_name, call) => {
+    expectNamed(await nothingWritten(call), 'options', [], '[]');
   });
   it('refuses a release listener linger that is not a positive integer number of ms, naming it', () => {
     for (const linger of [0, -1, 1.5, Number.NaN, 2 ** 31])
