@@ -1246,6 +1246,13 @@ describe('a resolver handing its own info to a locked resolver', () => {
   ) => unknown;
   const resolverOf = (info: GraphQLResolveInfo, field: string) =>
     (info.parentType.getFields()[field]!.resolve as Resolve | undefined)!;
+  /** A schema whose `pay(id)` locks `order:<id>` around `pay`. */
+  const payField = (pay: Resolve) =>
+    build(
+      `type Query { x: Int }
+       type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}") }`,
+      { Mutation: { pay } },
+    );
 
   it('takes the other field’s lock for that call, then lockOf answers its own lock again', async () => {
     const schema = build(
@@ -1273,19 +1280,11 @@ describe('a resolver handing its own info to a locked resolver', () => {
 
   it('locks the key of the arguments it is given, not only the field: the same field for another key', async () => {
     const held: boolean[] = [];
-    const schema = build(
-      `type Query { x: Int }
-       type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}") }`,
-      {
-        Mutation: {
-          pay: async (source: unknown, args: { id: string }, context: unknown, info: GraphQLResolveInfo) => {
-            if (args.id === '1') await resolverOf(info, 'pay')(source, { id: '2' }, context, info);
-            else held.push(await locker.isLocked('order:2'));
-            return Number(args.id);
-          },
-        },
-      },
-    );
+    const schema = payField(async (source, args, context, info) => {
+      if (args.id === '1') await resolverOf(info, 'pay')(source, { id: '2' }, context, info);
+      else held.push(await locker.isLocked('order:2'));
+      return Number(args.id);
+    });
     const result = await run(schema, 'mutation { pay(id: 1) }');
 
     expect(result).toEqual({ data: { pay: 1 } });
@@ -1353,20 +1352,12 @@ describe('a resolver handing its own info to a locked resolver', () => {
 
   it('takes the key afresh for a call with the info of a resolver that released its lock early', async () => {
     const held: boolean[] = [];
-    const schema = build(
-      `type Query { x: Int }
-       type Mutation { pay(id: ID!): Int @locked(key: "order:{args.id}") }`,
-      {
-        Mutation: {
-          pay: async (source: unknown, args: { id: string }, context: unknown, info: GraphQLResolveInfo) => {
-            held.push(await locker.isLocked('order:1'));
-            if (held.length > 1) return 2;
-            await lockOf(info).release();
-            return resolverOf(info, 'pay')(source, args, context, info);
-          },
-        },
-      },
-    );
+    const schema = payField(async (source, args, context, info) => {
+      held.push(await locker.isLocked('order:1'));
+      if (held.length > 1) return 2;
+      await lockOf(info).release();
+      return resolverOf(info, 'pay')(source, args, context, info);
+    });
     const result = await run(schema, 'mutation { pay(id: 1) }');
 
     expect(result).toEqual({ data: { pay: 2 } });
