@@ -1,15 +1,17 @@
 /**
  * A shop sells the last 5 units of an item. 20 customers pay at the same moment. Each payment
  * reads the stock, does some slow work (charging a card), then writes the stock back: a
- * read-modify-write that oversells when two payments interleave. The same route behind
- * `lock({ key: 'item:{params.id}' })` sells exactly 5 and answers the rest "sold out".
+ * read-modify-write that oversells when two payments interleave. The same handler run by
+ * `locked({ key: 'item:{params.id}' }, pay)` sells exactly 5 and answers the rest "sold out".
+ * `locked()` rather than `lock()`: it holds the lock until the handler has settled, not merely
+ * until the response has closed, as a handler that writes needs.
  * Uses REDIS_URL when set, else an embedded redis-server on a free loopback port.
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLocker } from '@lock/core';
-import { lock } from '@lock/express';
+import { locked } from '@lock/express';
 import { startRedis } from '@lock/testing';
 import express, { type RequestHandler } from 'express';
 import { Redis } from 'ioredis';
@@ -38,7 +40,7 @@ const pay: RequestHandler = async (req, res) => {
 
 const app = express();
 app.post('/unsafe/items/:id/pay', pay);
-app.post('/items/:id/pay', lock({ locker, key: 'item:{params.id}', ttl: 10_000, wait: 5_000 }), pay);
+app.post('/items/:id/pay', locked({ locker, key: 'item:{params.id}', ttl: 10_000, wait: 5_000 }, pay));
 const http = app.listen(0, '127.0.0.1');
 await once(http, 'listening');
 const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;

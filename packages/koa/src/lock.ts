@@ -67,8 +67,8 @@ export function lock(options: KoaLockOptions): Middleware {
       ctx,
       ctx.res,
       (held) => {
-        // Undefined when unlocked (skipped, failOpen, a refusal handler's next()): never the
-        // handle an earlier gate of another key left there.
+        // Undefined when unlocked (skipped, failOpen): never the handle an earlier gate of another
+        // key left there.
         ctx.state[stateKey] = held;
         if (held) {
           cutWhenKoaGivesUp(ctx);
