@@ -1,4 +1,4 @@
-import type { Lock } from '@lock/core';
+import { InvalidOptionError, type Lock } from '@lock/core';
 import type { GraphQLResolveInfo } from 'graphql';
 import { LockedDirectiveError } from './directive-error.js';
 
@@ -13,9 +13,12 @@ export function attachLock(info: GraphQLResolveInfo, lock: Lock): void {
 /**
  * The lock held for this call of a `@locked` field: its `fence` for fenced writes, its `signal`
  * (aborted when the lock is lost) to stop work that must not outlive it. Pass the resolver's
- * own `info`; throws `LockedDirectiveError` when the field holds no lock.
+ * own `info`; throws `LockedDirectiveError` when the field holds no lock, `InvalidOptionError`
+ * when `info` is no resolve info.
  */
 export function lockOf(info: GraphQLResolveInfo): Lock {
+  if (typeof info?.parentType?.name !== 'string')
+    throw new InvalidOptionError('info', info, "the resolver's own info, its fourth argument");
   const lock = locks.get(info);
   if (lock === undefined)
     throw new LockedDirectiveError(

@@ -1,7 +1,14 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { addResolversToSchema, makeExecutableSchema, mergeSchemas } from '@graphql-tools/schema';
 import { MapperKind, mapSchema } from '@graphql-tools/utils';
-import { createLocker, InvalidKeyError, type Lock, type Locker, runInChain } from '@lock/core';
+import {
+  createLocker,
+  InvalidKeyError,
+  InvalidOptionError,
+  type Lock,
+  type Locker,
+  runInChain,
+} from '@lock/core';
 import { type RedisServer, startRedis } from '@lock/testing';
 import {
   defaultFieldResolver,
@@ -441,6 +448,12 @@ describe('the lock around the resolver', () => {
     const second = await run(schema, 'mutation { pay }');
 
     expect((second.data!.pay as number) > (first.data!.pay as number)).toBe(true);
+  });
+
+  it('refuses with InvalidOptionError a lockOf given no info object', () => {
+    for (const info of [undefined, null, 'info', {}]) {
+      expect(() => lockOf(info as never)).toThrow(InvalidOptionError);
+    }
   });
 
   it('throws LockedDirectiveError from lockOf on a field without the directive', async () => {

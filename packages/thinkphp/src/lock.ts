@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   bounded,
@@ -221,6 +220,7 @@ export class Lock {
     fn: (lock: Lock) => Promise<T> | T,
     options: LockOptions,
   ): Promise<T> {
+    if (typeof fn !== 'function') throw new InvalidOptionError('fn', fn, 'a function to run under the lock');
     const lock = new this(key, options);
     const refused = await lock.refusedOr(lock.attempts());
     if (refused) throw refused;
@@ -295,8 +295,10 @@ export class Lock {
     for (let attempt = 1; ; attempt++) {
       // Not tryAcquire(), whose null drops the holder's ms left that the refusal carries.
       const refused = await locker
-        // A fresh owner per call: two Lock objects in one call chain must not re-enter each other.
-        .acquire(this.key, { ttl: expire * 1_000, owner: randomUUID(), wait: 0 })
+        // A fresh owner per call: two Lock objects in one call chain must not re-enter each other,
+        // and a hold lost to a master change is then released by its name (an explicit owner's
+        // is not: another call might hold under it), so unlock() frees a key that survived.
+        .acquire(this.key, { ttl: expire * 1_000, reentrant: false, wait: 0 })
         .then(
           (held) => {
             this.held = held;

@@ -53,6 +53,17 @@ describe('Lock (default mode)', () => {
     await holder.unlock();
   });
 
+  it('wrap() refuses a callback that is no function before it locks, naming it', async () => {
+    for (const strict of [false, true]) {
+      const error = await Lock.wrap('k', 'not a fn' as never, { redis: t.redis, strict }).catch(
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect(error).toMatchObject({ option: 'fn', value: 'not a fn' });
+      expect(await t.redis.dbsize()).toBe(0);
+    }
+  });
+
   it("wrap() refused reports the holder's ms left, as the attempt's reply gave it", async () => {
     const refusal = async (strict: boolean, time?: () => number) => {
       const error = await Lock.wrap('k', () => 1, { redis: t.redis, retryMax: 1, strict, time }).catch(
