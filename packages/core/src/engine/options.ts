@@ -48,11 +48,10 @@ export function refuseUnknown(
   aliases: Readonly<Record<string, OptionAlias>> = {},
   path?: string,
 ): asserts options is object {
-  // A list is no options object: read by its names, it would pass as none given.
-  if (typeof options !== 'object' || options === null || Array.isArray(options))
-    throw new InvalidOptionError(path ?? 'options', options, 'an object');
+  if (!isOptionsObject(options)) throw new InvalidOptionError(path ?? 'options', options, 'an object');
   const named = (name: string) => (path === undefined ? name : `${path}.${name}`);
-  for (const name of Object.keys(options)) {
+  // Inherited names too: the options are read by name, which finds them as well.
+  for (const name in options) {
     if (known.includes(name)) continue;
     const alias = Object.hasOwn(aliases, name) ? aliases[name] : closest(name, known);
     const { meant, note } = typeof alias === 'object' ? alias : { meant: alias, note: undefined };
@@ -62,6 +61,21 @@ export function refuseUnknown(
       meant !== undefined && known.includes(meant) ? named(meant) : undefined,
     );
   }
+}
+
+/**
+ * Whether `value` can be options: an object read by its names. A list, a Map, a Set or a Date is
+ * not: read by its names, it would pass as none given, its entries unread.
+ */
+function isOptionsObject(value: unknown): value is object {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  // A plain object, the common case, skips reading the tag; a class instance passes on it.
+  return (
+    prototype === Object.prototype ||
+    prototype === null ||
+    Object.prototype.toString.call(value) === '[object Object]'
+  );
 }
 
 /** The known name a typo most likely stands for: the nearest, at most 2 edits and under half its length away. */

@@ -189,6 +189,21 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
   ])('%s refuses a list given as options, which would pass as none', async (_name, call) => {
     expectNamed(await nothingWritten(call), 'options', [], '[]');
   });
+  it.each([
+    ['a Map', new Map([['ttl', 5]])],
+    ['a Date', new Date(0)],
+    ['a Set', new Set()],
+  ])('refuses %s given as options, whose entries are no options', async (_name, options) => {
+    const error = await nothingWritten(() => locker.acquire('bad', options as unknown as AcquireOptions));
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect(error).toMatchObject({ option: 'options', value: options });
+  });
+  it('refuses an unknown name an options object inherits, as it would an own one', async () => {
+    const options = Object.create({ waitt: 5 }) as AcquireOptions;
+    expectNamed(await nothingWritten(() => locker.acquire('bad', options)), 'waitt', 5, null);
+    const retry = Object.create({ bsae: 5 }) as object;
+    expectNamed(await nothingWritten(() => locker.acquire('bad', { retry })), 'retry.bsae', 5, null);
+  });
   it('refuses a release listener linger that is not a positive integer number of ms, naming it', () => {
     for (const linger of [0, -1, 1.5, Number.NaN, 2 ** 31])
       expect(() => new ReleaseListener(redis, linger)).toThrow(/invalid option "linger"/);
