@@ -14,8 +14,10 @@ import { keySlot } from '../hash-tag.js';
 import type { RedisClient } from '../protocol.js';
 import { LuaScript } from '../script.js';
 import { isCluster } from '../topology.js';
+import probeLua from './master-probe.lua';
 
 const stampScript = new LuaScript(stampLua);
+const probeScript = new LuaScript(probeLua);
 
 /** Called when the master behind some locks changed; `affects` says which resources it concerns. */
 export type MasterChangeListener = (affects: (resource: string) => boolean) => void;
@@ -110,6 +112,8 @@ function release(redis: RedisClient, events: ClientEvents): void {
 }
 
 interface Stamp {
+  /** The key it is sent with: the counter, or for a format without one, a lock key of its slot. */
+  readonly route: string;
   /** The client generation it was made in (-1 after a failure): another one stamps again before the next grant. */
   generation: number;
   /** On a cluster, the master the client routed the counter's slot to when it stamped. */
@@ -129,7 +133,7 @@ interface Stamp {
 }
 
 /** Users not allowed the stamp (an ACL written for an earlier version) are warned once per process. */
-let warnedNoPermission = false;
+const warnedNoPermission = { stamp: false, probe: false };
 
 /**
  * Keeps fences increasing across a change of master, and tells the engine about the change.
@@ -153,28 +157,34 @@ let warnedNoPermission = false;
  * drawn from it (`drew`) and the value each stamp reports. A stamp that finds the counter below
  * it (writes lost: a master back after a failover without its successor's increments, a restart
  * without persistence) raises the counter to the next epoch above it, and that is a change too.
+ *
+ * A format without a fence counter (Redisson's) is watched all the same, with a stamp that only
+ * reads the master's run id (`master-probe.lua`), per master (per slot on a cluster): its holds
+ * learn of a failover as the others do. Its fences are not raised, nor its master's clock read.
  */
 export class MasterWatch {
   private readonly events: ClientEvents;
+  /** By counter, or for a format without one, by slot (on a cluster) or for the one master. */
   private readonly stamps = new Map<string, Stamp>();
   /** Per counter, the highest value this client knows it reached. */
   private readonly reached = new Map<string, number>();
-  /** The counter of the resource asked last: an acquisition asks up to four times for one resource. */
+  /** The stamp's name and key for the resource asked last: an acquisition asks up to four times for one resource. */
   private lastResource: string | undefined;
-  private lastCounter: string | undefined;
+  private lastCounter = '';
+  private lastRoute = '';
   private readonly listeners = new Set<MasterChangeListener>();
   private readonly restamp = () => {
     const cluster = isCluster(this.redis);
     for (const [counter, stamp] of this.stamps) {
-      if (cluster && (stamp.servedBy ?? stamp.node) === this.nodeOf(counter)) continue;
-      this.stamp(counter).pending?.catch(() => {});
+      if (cluster && (stamp.servedBy ?? stamp.node) === this.nodeOf(stamp.route)) continue;
+      this.stamp(counter, stamp.route).pending?.catch(() => {});
     }
   };
 
   constructor(
     private readonly redis: RedisClient,
-    /** The fence counter a resource's grants draw from; undefined for formats without one. */
-    private readonly counterOf: (resource: string) => string | undefined,
+    /** The fence counter a resource's grants draw from; undefined for a format without one. */
+    private readonly counterOf: ((resource: string) => string) | undefined,
     /** The key whose slot a resource's lock lives in (for the cluster node a change concerns). */
     private readonly lockKeyOf: (resource: string) => string,
     private readonly clockSkew: ClockSkewCheck,
@@ -185,8 +195,7 @@ export class MasterWatch {
 
   /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
   ready(resource: string): Promise<void> | undefined {
-    const counter = this.counterFor(resource);
-    return counter === undefined ? undefined : this.current(counter).pending;
+    return this.current(this.counterFor(resource)).pending;
   }
 
   /**
@@ -195,9 +204,7 @@ export class MasterWatch {
    * already held on a master found off is still given back.
    */
   readyToGrant(resource: string, rereading = false): Promise<void> | undefined {
-    const counter = this.counterFor(resource);
-    if (counter === undefined) return undefined;
-    const stamp = this.current(counter);
+    const stamp = this.current(this.counterFor(resource));
     if (this.clockSkew.action !== 'refuse' || !stamp.pending) return stamp.pending;
     return stamp.pending.then(() => {
       if (stamp.skew) throw skewRefusal(resource, stamp.skew);
@@ -216,8 +223,7 @@ export class MasterWatch {
   /** On a cluster, the master that answered the stamp a grant of `resource` is about to rely on (see `movedSince`). */
   stampedAt(resource: string): string | undefined {
     if (!isCluster(this.redis)) return undefined;
-    const counter = this.counterFor(resource);
-    return counter === undefined ? undefined : this.stamps.get(counter)?.servedBy;
+    return this.stamps.get(this.counterFor(resource))?.servedBy;
   }
 
   /**
@@ -232,8 +238,8 @@ export class MasterWatch {
    */
   movedSince(resource: string, node: string | undefined): boolean {
     if (node === undefined) return false;
-    const counter = this.counterFor(resource)!;
-    if (this.nodeOf(counter) === node) return false;
+    const counter = this.counterFor(resource);
+    if (this.nodeOf(this.lastRoute) === node) return false;
     const stamp = this.stamps.get(counter);
     // Unless the slot refresh that followed the MOVED made a new stamp already.
     if (stamp?.servedBy === node) stamp.generation = -1;
@@ -242,8 +248,8 @@ export class MasterWatch {
 
   /** A fence drawn from the resource's counter (a grant, a handed-on grant): the counter reached it. */
   drew(resource: string, fence: number): void {
+    if (this.counterOf === undefined) return;
     const counter = this.counterFor(resource);
-    if (counter === undefined) return;
     const known = this.reached.get(counter);
     if (known === undefined || fence > known) this.reached.set(counter, fence);
   }
@@ -266,25 +272,35 @@ export class MasterWatch {
     release(this.redis, this.events);
   }
 
-  private counterFor(resource: string): string | undefined {
+  /** The name of the resource's stamp (see `stamps`); its key is then `lastRoute`. */
+  private counterFor(resource: string): string {
     if (resource !== this.lastResource) {
-      this.lastCounter = this.counterOf(resource);
+      if (this.counterOf) {
+        this.lastCounter = this.counterOf(resource);
+        this.lastRoute = this.lastCounter;
+      } else {
+        this.lastRoute = this.lockKeyOf(resource);
+        this.lastCounter = isCluster(this.redis) ? `slot ${keySlot(this.lastRoute)}` : 'master';
+      }
       this.lastResource = resource;
     }
     return this.lastCounter;
   }
 
-  /** The counter's stamp in this generation, made now if there is none. */
+  /** The counter's stamp in this generation, made now if there is none. Right after `counterFor`. */
   private current(counter: string): Stamp {
     const stamp = this.stamps.get(counter);
-    return stamp?.generation === this.events.generation ? stamp : this.stamp(counter);
+    return stamp?.generation === this.events.generation
+      ? stamp
+      : this.stamp(counter, stamp?.route ?? this.lastRoute);
   }
 
-  private stamp(counter: string): Stamp {
+  private stamp(counter: string, route: string): Stamp {
     const previous = this.stamps.get(counter)?.runId;
     const stamp: Stamp = {
+      route,
       generation: this.events.generation,
-      node: this.nodeOf(counter),
+      node: this.nodeOf(route),
       servedBy: undefined,
       runId: previous,
       pending: undefined,
@@ -294,25 +310,29 @@ export class MasterWatch {
     this.stamps.set(counter, stamp);
     const sentAt = Date.now();
     const known = this.reached.get(counter) ?? 0;
-    stamp.pending = stampScript.run(this.redis, [counter, `${counter}:epoch`], [previous ?? '', known]).then(
+    const sent = this.counterOf
+      ? stampScript.run(this.redis, [counter, `${counter}:epoch`], [previous ?? '', known])
+      : probeScript.run(this.redis, [route], []);
+    stamp.pending = sent.then(
       (reply) => {
-        const [runId, raised, time, value] = reply as [string, number, [string, string], string];
+        const [runId, raised, time, value] = reply as [string, number?, [string, string]?, string?];
         stamp.runId = String(runId);
-        stamp.servedBy = this.nodeOf(counter);
+        stamp.servedBy = this.nodeOf(route);
         stamp.pending = undefined;
         const reached = Number(value);
         if (reached > (this.reached.get(counter) ?? 0)) this.reached.set(counter, reached);
-        this.checkClock(stamp, time, sentAt, Date.now());
+        if (time) this.checkClock(stamp, time, sentAt, Date.now());
         // Raised under the master it last saw: the counter lost writes (or another master
         // stamped it in between), and the locks on this master may have gone with them.
         if (previous !== undefined && (stamp.runId !== previous || raised === 1)) {
-          this.notify(this.concerning(counter));
+          this.notify(this.concerning(route));
         }
       },
       (error: unknown) => {
         if (isPermissionError(error)) {
           stamp.pending = undefined;
-          warnNoPermission(counter);
+          if (this.counterOf) warnNoPermission('stamp', counter);
+          else warnNoPermission('probe', route);
           return;
         }
         stamp.generation = -1;
@@ -346,15 +366,15 @@ export class MasterWatch {
     if (stamp.skew) stamp.generation = -1;
   }
 
-  /** The master (`host:port`) a cluster client routes the counter's slot to now; undefined elsewhere. */
-  private nodeOf(counter: string): string | undefined {
-    return isCluster(this.redis) ? this.redis.slots[keySlot(counter)]?.[0] : undefined;
+  /** The master (`host:port`) a cluster client routes the key's slot to now; undefined elsewhere. */
+  private nodeOf(key: string): string | undefined {
+    return isCluster(this.redis) ? this.redis.slots[keySlot(key)]?.[0] : undefined;
   }
 
-  /** On a cluster a change concerns the locks of the counter's slot (the node that serves it); else all. */
-  private concerning(counter: string): (resource: string) => boolean {
+  /** On a cluster a change concerns the locks of the stamped key's slot (the node that serves it); else all. */
+  private concerning(key: string): (resource: string) => boolean {
     if (!isCluster(this.redis)) return () => true;
-    const slot = keySlot(counter);
+    const slot = keySlot(key);
     return (resource) => keySlot(this.lockKeyOf(resource)) === slot;
   }
 
@@ -363,11 +383,18 @@ export class MasterWatch {
   }
 }
 
-function warnNoPermission(counter: string): void {
-  if (warnedNoPermission) return;
-  warnedNoPermission = true;
+function warnNoPermission(stamp: keyof typeof warnedNoPermission, key: string): void {
+  if (warnedNoPermission[stamp]) return;
+  warnedNoPermission[stamp] = true;
+  if (stamp === 'stamp') {
+    process.emitWarning(
+      `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${key}:epoch): fences may go backwards after a failover`,
+      { code: 'ERR_LOCK_FENCE_EPOCH', type: 'LockWarning' },
+    );
+    return;
+  }
   process.emitWarning(
-    `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${counter}:epoch): fences may go backwards after a failover`,
-    { code: 'ERR_LOCK_FENCE_EPOCH', type: 'LockWarning' },
+    `the Redis user may not read the master's run id (allow "info", and "evalsha" and "eval" on ${key}): a lock lost to a failover is seen only at its next renewal`,
+    { code: 'ERR_LOCK_MASTER_WATCH', type: 'LockWarning' },
   );
 }

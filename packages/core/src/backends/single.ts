@@ -8,6 +8,7 @@ import { isCluster } from '../topology.js';
 import type { ReplicationOptions } from '../types.js';
 import { connectionOf } from './connection-errors.js';
 import { checkEvictionOption, type EvictionCheck, evictionGate } from './eviction.js';
+import { warnWithoutFailoverDetector } from './failover-detector.js';
 import { MasterWatch } from './master-watch.js';
 import { ReleaseListener, sharedListener } from './release-listener.js';
 import { renewalBatches } from './renewal-batches.js';
@@ -70,6 +71,7 @@ export function singleBackend(
   // Taken once every option passed: a refused locker must leave no listener on the client.
   const connection = connectionOf(redis);
   const cluster = isCluster(redis);
+  warnWithoutFailoverDetector(redis);
   const inboxName = protocol.inbox?.bind(protocol);
   // A caller that may wait, on a key a waiter here listens to, registers the listener's inbox
   // when queued (see `ReleaseListener.inboxFor`): a call on a key nobody here waited for lately
@@ -82,25 +84,23 @@ export function singleBackend(
   const extension = (token: string | null, ttl: number): BackendExtension | null =>
     token === null ? null : { token, validity: ttl - clockDrift(ttl) };
   const counterOf = protocol.fenceCounter?.bind(protocol);
-  const watch = counterOf
-    ? new MasterWatch(
-        redis,
-        (resource) => counterOf(resource, cluster),
-        (resource) => protocol.lockKey?.(resource) ?? resource,
-        clockSkew,
-      )
-    : undefined;
+  const watch = new MasterWatch(
+    redis,
+    counterOf && ((resource) => counterOf(resource, cluster)),
+    (resource) => protocol.lockKey?.(resource) ?? resource,
+    clockSkew,
+  );
   // With 'refuse', a grant a release hands on directly would skip the clock check (`readyToGrant`):
   // the next waiter is only named, and acquires through an attempt, one round trip more.
   const directGrants = clockSkew.action !== 'refuse';
   // A release may draw a fence for the next owner: from a counter stamped on this master.
   const stamped = <T>(resource: string, send: () => Promise<T>): Promise<T> => {
-    const stamping = watch?.ready(resource);
+    const stamping = watch.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
   // A reply READONLY came from a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
-    if (isReadonly(error)) watch?.demoted();
+    if (isReadonly(error)) watch.demoted();
     throw error;
   };
 
@@ -122,9 +122,9 @@ export function singleBackend(
       const context = withInbox(given, resource, owner);
       const unchecked = checkEviction(resource);
       if (unchecked) await unchecked;
-      const stamping = watch?.readyToGrant(resource);
+      const stamping = watch.readyToGrant(resource);
       if (stamping) await stamping;
-      const stampedAt = watch?.stampedAt(resource);
+      const stampedAt = watch.stampedAt(resource);
       const planned = replication.plan();
       const plan = planned instanceof Promise ? await planned : planned;
       // The call's abandon went out while the server was being checked: sent now, the attempt
@@ -160,14 +160,14 @@ export function singleBackend(
           return noticeDemotion(error);
         });
       if (!reply.acquired) return reply;
-      if (watch?.movedSince(resource, stampedAt)) {
+      if (watch.movedSince(resource, stampedAt)) {
         // The engine's undo goes behind a stamp of the slot's new master: the change is seen, its clock read.
         const { fence, holds, token } = reply;
         return { acquired: true, fence, holds, token, validity: ttl, unusable: new Error(MOVED_GRANT) };
       }
       // Only a new grant drew its fence from the counter: a re-entry reports the hold's, which a
       // lock taken before the upgrade drew from its own per-key counter, not from this one.
-      if (reply.holds === 1) watch?.drew(resource, reply.fence);
+      if (reply.holds === 1) watch.drew(resource, reply.fence);
       let unconfirmed = false;
       if (plan && reply.holds === 1) {
         // The lock is written already: whatever goes wrong while confirming it must undo it.
@@ -202,7 +202,7 @@ export function singleBackend(
     },
 
     async abandon(resource, owner, context) {
-      const stamping = watch?.ready(resource);
+      const stamping = watch.ready(resource);
       if (stamping) await stamping;
       await protocol.abandon?.(redis, resource, owner, context);
     },
@@ -277,7 +277,7 @@ export function singleBackend(
             const notice = releaseNotice(protocol, message);
             // A grant handed on to a waiter of this process (`handedOn`) is published here too;
             // one to another process's waiter, to that process's inbox, is drawn there.
-            if (notice.grant) watch?.drew(resource, notice.grant.fence);
+            if (notice.grant) watch.drew(resource, notice.grant.fence);
             onRelease(notice);
           },
           inboxName && ((id) => inboxName(resource, id)),
@@ -285,11 +285,11 @@ export function singleBackend(
         ),
     }),
 
-    onMasterChange: (listener) => watch?.onChange(listener) ?? (() => {}),
+    onMasterChange: (listener) => watch.onChange(listener),
 
     close: async () => {
       connection.release();
-      watch?.close();
+      watch.close();
       await lease?.release();
     },
   };
