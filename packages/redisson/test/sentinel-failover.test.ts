@@ -1,4 +1,4 @@
-import { type LostEvent, lockEvents } from '@lock/core';
+import { type LostEvent, lockEvents, NotOwnerError } from '@lock/core';
 import { waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 import { startPartitionedSentinel } from '../../core/test/scenarios/support/partitioned-sentinel.js';
@@ -41,6 +41,7 @@ describe('a Sentinel failover under Redisson holds no replica confirmed', () => 
         rw: 'failover',
         fenced: 'failover',
       });
+      for (const lock of kinds) await expect(lock.unlock({ threadId: 1 })).rejects.toThrow(NotOwnerError);
       // Confirmed by a replica before the cut: renewed on the new master at once, and kept.
       expect(await kept.isHeldByCurrentThread({ threadId: 1 })).toBe(true);
       await Promise.all([confirmed.shutdown(), unconfirmed.shutdown()]);
