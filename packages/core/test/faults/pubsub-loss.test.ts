@@ -1,9 +1,9 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker } from '@lock/core';
-import { pollingAttemptsBound, startProxy, startRedis } from '@lock/testing';
+import { pollingAttemptsBound, startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
-import { until, untilSubscribed } from '../support/waiter-queue.js';
+import { attemptTimes, sleepsAtMax, until, untilSubscribed } from '../support/waiter-queue.js';
 
 const RETRY = { base: 50, max: 400, jitter: 0.5 };
 const CHANNEL = '{lock:quiet}:released';
@@ -23,6 +23,7 @@ it('S30: waiters whose subscriber connection was lost still get the lock by poll
     new Redis({ ...waiterRedis.options, ...override, ...subscriberLink.redisOptions });
   const holder = createLocker({ redis: server.client() });
   const waiters = createLocker({ redis: waiterRedis, retry: RETRY });
+  const attempts = attemptTimes(waiterRedis, '{lock:quiet}', ([owner]) => owner!);
   const acquisitions: { waited: number; attempts: number; at: number }[] = [];
   const onAcquire = (message: unknown) => {
     const { key, waited, attempts } = message as { key: string; waited: number; attempts: number };
@@ -35,8 +36,14 @@ it('S30: waiters whose subscriber connection was lost still get the lock by poll
       waiters.using('quiet', { wait: WAIT }, async (lock) => lock.fence),
     );
     await untilSubscribed(admin, CHANNEL, 1);
-    // Let the waiters' backoff grow to retry.max: the case where a lost message costs most.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Let the waiters' backoff grow to retry.max: the case where a lost message costs most. A
+    // waiter queued in Redis sleeps that long from its attempt after the join, its second.
+    await waitFor(
+      'every waiter sleeping at retry.max',
+      async () =>
+        attempts.size === 3 && [...attempts.values()].every((times) => sleepsAtMax(times, RETRY, 3)),
+      { timeout: 10_000, interval: 10 },
+    );
     subscriberLink.drop();
     await until(
       async () => Number(((await admin.pubsub('NUMSUB', CHANNEL)) as [string, number])[1]) === 0,

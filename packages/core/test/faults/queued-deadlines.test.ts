@@ -7,9 +7,10 @@ import {
   type LockerOptions,
   LockUnavailableError,
 } from '@lock/core';
-import { startProxy, startRedis, waitFor } from '@lock/testing';
+import { commandsInFlight, startProxy, startRedis, waitFor } from '@lock/testing';
 import { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
+import { mark } from '../support/settle.js';
 
 const COMMAND_TIMEOUT = 1_500;
 
@@ -23,6 +24,7 @@ async function proxiedLocker(options: Omit<LockerOptions, 'redis'> = {}) {
   return {
     server,
     proxy,
+    redis,
     locker,
     async [Symbol.asyncDispose]() {
       redis.disconnect();
@@ -32,29 +34,34 @@ async function proxiedLocker(options: Omit<LockerOptions, 'redis'> = {}) {
   };
 }
 
-/** When `call` settled, and with what error (none when it resolved). */
-function settled(call: Promise<unknown>): Promise<{ error: unknown; at: number }> {
+/** What `call` rejected with (none when it resolved), and what `seen()` read as it settled. */
+function settled<T>(call: Promise<unknown>, seen: () => T): Promise<{ error: unknown; seen: T }> {
   return call.then(
-    () => ({ error: undefined, at: performance.now() }),
-    (error: unknown) => ({ error, at: performance.now() }),
+    () => ({ error: undefined, seen: seen() }),
+    (error: unknown) => ({ error, seen: seen() }),
   );
 }
 
 it("a release that waited for an unanswered extend settles by its own call's deadline", async () => {
   await using setup = await proxiedLocker();
   const lock = await setup.locker.acquire('queued', { ttl: 60_000 });
+  const inFlight = commandsInFlight(setup.redis);
   setup.proxy.blackhole();
+  // Due after the extend's command timeout, before that of a release sent once the extend gave up.
+  using secondTimeout = mark(1.5 * COMMAND_TIMEOUT);
+  const now = () => ({ unanswered: inFlight.pending(), pastSecondTimeout: secondTimeout.fired() });
   // Both are queued on the hold: the release waits its turn behind the extend.
-  const extending = settled(lock.extend());
-  const releasing = settled(lock.release());
+  const extending = settled(lock.extend(), now);
+  const releasing = settled(lock.release(), now);
   const extend = await extending;
   const release = await releasing;
   expect(extend.error).toBeInstanceOf(LockUnavailableError);
   expect(release.error).toBeInstanceOf(LockUnavailableError);
   expect((release.error as Error).cause).toMatchObject({ name: 'CommandTimeoutError' });
-  // Called with the extend, its deadline ended with the extend's: sent after it instead, it
-  // would have waited a whole command timeout more.
-  expect(release.at - extend.at).toBeLessThan(COMMAND_TIMEOUT / 2);
+  // Called with the extend, its deadline ended with the extend's: it settled with its command
+  // sent and unanswered, where sent after the extend instead it would have waited a whole
+  // command timeout more for it.
+  expect(release.seen).toEqual({ unanswered: 2, pastSecondTimeout: false });
   // It was sent all the same: once Redis answers, it frees the lock long before its 60 s lease.
   setup.proxy.pass();
   await waitFor(
@@ -85,15 +92,19 @@ it('a queued waiter aborted while Redis stopped answering rejects at once, and l
   const holder = createLocker({ redis: admin });
   const lock = await holder.acquire('aborted', { ttl: 60_000 });
   const controller = new AbortController();
-  const waiting = settled(setup.locker.acquire('aborted', { wait: 120_000, signal: controller.signal }));
+  const inFlight = commandsInFlight(setup.redis);
+  const now = () => ({ unanswered: inFlight.pending(), pastScriptTimeout: scriptTimeout.fired() });
+  const waiting = settled(setup.locker.acquire('aborted', { wait: 120_000, signal: controller.signal }), now);
   await waitFor('the waiter to be queued', async () => (await admin.zcard('{lock:aborted}:queue')) === 1);
   setup.proxy.blackhole();
-  const abortedAt = performance.now();
+  // Due before the command timeout of the script that leaves the queue, sent at the abort.
+  using scriptTimeout = mark(COMMAND_TIMEOUT / 2);
   controller.abort();
   const aborted = await waiting;
   expect(aborted.error).toMatchObject({ name: 'AbortError' });
-  // Waiting for the script that leaves the queue would have taken a whole command timeout.
-  expect(aborted.at - abortedAt).toBeLessThan(COMMAND_TIMEOUT / 2);
+  // It settled with that script sent and unanswered: waiting for it would have taken a whole
+  // command timeout.
+  expect(aborted.seen).toEqual({ unanswered: 1, pastScriptTimeout: false });
   setup.proxy.pass();
   // Polling once a minute, it would stay registered that long had the script not run.
   await waitFor(

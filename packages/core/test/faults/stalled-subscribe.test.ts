@@ -3,7 +3,7 @@ import { type RedisServer, startProxy, startRedis, type TcpProxy, waitFor } from
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { timed, within } from '../support/settle.js';
-import { SLOW_POLL, untilQueued } from '../support/waiter-queue.js';
+import { countScripts, SLOW_POLL, until, untilQueued } from '../support/waiter-queue.js';
 
 /**
  * A waiter's subscriber connection (the duplicate of its client) goes through a proxy that holds
@@ -15,13 +15,18 @@ let subscriberLink: TcpProxy;
 let direct: Redis;
 let waiterRedis: Redis;
 let holder: Locker;
+const CHANNEL = '{lock:k}:released';
+/** The waiter's SUBSCRIBEs to the lock's channel (its joins), and how many are unanswered. */
+let joins: { sent: number; unanswered: number };
 beforeEach(async () => {
   server = await startRedis();
   subscriberLink = await startProxy({ target: server });
   direct = server.client();
   waiterRedis = server.client();
+  joins = { sent: 0, unanswered: 0 };
   const throughLink = subscriberLink.redisOptions;
-  waiterRedis.duplicate = (override) => new Redis({ ...waiterRedis.options, ...override, ...throughLink });
+  waiterRedis.duplicate = (override) =>
+    countingJoins(new Redis({ ...waiterRedis.options, ...override, ...throughLink }));
   await waiterRedis.ping();
   holder = createLocker({ redis: direct });
   subscriberLink.blackhole();
@@ -32,6 +37,24 @@ afterEach(async () => {
   await subscriberLink.stop();
   await server.stop();
 });
+
+/** Counts in `joins` the SUBSCRIBEs to `{lock:k}:released` that `redis` sends, and their answers. */
+function countingJoins(redis: Redis): Redis {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((...args: Parameters<typeof send>) => {
+    const [command] = args;
+    if (command.name === 'subscribe' && command.args.some((channel) => String(channel) === CHANNEL)) {
+      joins.sent += 1;
+      joins.unanswered += 1;
+      const answered = () => {
+        joins.unanswered -= 1;
+      };
+      command.promise.then(answered, answered);
+    }
+    return send(...args);
+  }) as typeof send;
+  return redis;
+}
 
 /**
  * The join gives up after the command timeout (or the wait, if shorter): half a minute here, so a
@@ -61,12 +84,15 @@ it.each([
     const locker = createLocker({ redis: waiterRedis, commandTimeout: JOIN_BOUND, retry: SLOW_POLL });
     const controller = new AbortController();
     const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
+    const settledWith: (typeof joins)[] = [];
     await untilQueued(direct, 'k', 1);
     const { error, ms } = await settleAfter(
       () => (what === 'close()' ? void locker.close() : controller.abort()),
-      waiting,
+      waiting.finally(() => settledWith.push({ ...joins })),
     );
     expect(error).toMatchObject({ name });
+    // It settled with its join sent and unanswered, and at once: the join was far from giving up.
+    expect(settledWith).toEqual([{ sent: 1, unanswered: 1 }]);
     expect(ms).toBeLessThan(AT_ONCE_MS);
     await held.release();
     await locker.close();
@@ -98,6 +124,7 @@ it('a waiter whose subscription came after its join gave up still hears the rele
   const commandTimeout = 300;
   // Polls once a minute: only the release message can hand it the lock within the test.
   const locker = createLocker({ redis: waiterRedis, commandTimeout, retry: SLOW_POLL });
+  const scripts = countScripts(waiterRedis);
   const refused = firstScriptAnswered(waiterRedis);
   const waiting = locker.acquire('k', { wait: 30_000 });
   await refused;
@@ -105,10 +132,16 @@ it('a waiter whose subscription came after its join gave up still hears the rele
   // later fires after it (the margin covers the steps between the answer and the join).
   await new Promise((resolve) => setTimeout(resolve, 2 * commandTimeout));
   await untilQueued(direct, 'k', 1);
+  expect(joins).toEqual({ sent: 1, unanswered: 1 });
+  const attempts = scripts();
   subscriberLink.pass();
+  await until(async () => joins.unanswered === 0, 'the join answered');
+  // A join still waiting would have gone on at once to the next attempt: this one had given up,
+  // and sleeps until the next poll (a minute away) or a release message.
+  expect(scripts()).toBe(attempts);
   await waitFor(
     'the waiter to subscribe',
-    async () => ((await direct.pubsub('NUMSUB', '{lock:k}:released')) as [string, number])[1] > 0,
+    async () => ((await direct.pubsub('NUMSUB', CHANNEL)) as [string, number])[1] > 0,
   );
   await held.release();
   const lock = await within(
@@ -129,9 +162,15 @@ it(
     await direct.call('CLIENT', 'PAUSE', '300', 'WRITE');
     const controller = new AbortController();
     const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
-    const { error, ms } = await settleAfter(() => controller.abort(), waiting);
+    const settledWith: (typeof joins)[] = [];
+    const { error, ms } = await settleAfter(
+      () => controller.abort(),
+      waiting.finally(() => settledWith.push({ ...joins })),
+    );
     expect(error).toMatchObject({ name: 'AbortError' });
     // The attempt is answered after the pause; the join after it would give up after half a minute.
+    // It settled with no join sent, and at once.
+    expect(settledWith).toEqual([{ sent: 0, unanswered: 0 }]);
     expect(ms).toBeLessThan(AT_ONCE_MS);
     await held.release();
     await locker.close();

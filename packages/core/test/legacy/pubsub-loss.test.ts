@@ -19,6 +19,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkHistory, type Interval } from '../support/history.js';
+import { attemptTimes, sleepsAtMax } from '../support/waiter-queue.js';
 
 /** The waiters' wait: far past the bound below, far short of the holder's lease. */
 const WAIT = 20_000;
@@ -31,6 +32,12 @@ const HOLDER_LEASE = 60_000;
 const FOUND_WITHIN = lostMessageBound(DEFAULT_RETRY.max, DEFAULT_COMMAND_TIMEOUT);
 const WAITERS = 3;
 const HOLD = 50;
+/**
+ * The attempts a legacy waiter has sent once it sleeps at `retry.max`: the first refusal and the
+ * retry at once after it subscribes, then one per sleep whose ceiling doubles from `retry.base`
+ * until it is `retry.max`, and the one after that sleep.
+ */
+const AT_MAX_FROM = 2 + Math.ceil(Math.log2(DEFAULT_RETRY.max / DEFAULT_RETRY.base)) + 1;
 
 async function subscribers(admin: Redis, channel: string): Promise<number> {
   return Number(((await admin.pubsub('NUMSUB', channel)) as [string, number])[1]);
@@ -74,10 +81,12 @@ describe('S30: legacy waiters whose release message is lost still acquire by pol
       const protocol = legacyProtocol({ unit });
       await using link = await startProxy({ target: server });
       const holderLocker = createLocker({ redis: server.client(), protocol });
+      const waiterAttempts: Map<string, number[]>[] = [];
       const waiterLockers = Array.from({ length: WAITERS }, () => {
         const redis = server.client();
         // The subscriber connections are duplicates of the client: they alone go through the link.
         redis.duplicate = (override) => new Redis({ ...redis.options, ...override, ...link.redisOptions });
+        waiterAttempts.push(attemptTimes(redis, `lock:${name}`));
         return createLocker({ redis, protocol });
       });
       const events: AcquireEvent[] = [];
@@ -102,9 +111,15 @@ describe('S30: legacy waiters whose release message is lost still acquire by pol
           return lock.release();
         });
         await waitFor('every waiter subscribed', async () => (await subscribers(admin, channel)) === WAITERS);
-        // Let the waiters' backoff grow to retry.max (its ceilings add up to 1.55 s, at least half
-        // of each slept): the case where a lost message costs most.
-        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        // Let the waiters' backoff grow to retry.max: the case where a lost message costs most.
+        await waitFor(
+          'every waiter sleeping at retry.max',
+          async () =>
+            waiterAttempts.every((attempts) =>
+              sleepsAtMax(attempts.get('waiter') ?? [], DEFAULT_RETRY, AT_MAX_FROM),
+            ),
+          { timeout: 10_000, interval: 10 },
+        );
         cut(link);
         await waitFor(
           `the server to count ${gone} subscriptions`,

@@ -1,5 +1,5 @@
 import { createRedlock, type Lock, QuorumError } from '@lock/core';
-import { proxiedClient, startMasters, type TcpProxy, waitFor } from '@lock/testing';
+import { commandsInFlight, proxiedClient, startMasters, type TcpProxy, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 
@@ -22,20 +22,21 @@ it('undoes the late grant of an attempt resent after its undo was dropped', asyn
     const locker = createRedlock({ clients: proxied.map((each) => each.redis), nodeTimeout: 100 });
     // Scripts loaded and the masters checked, so the attempt below is sent at once.
     await (await locker.acquire('warm-up', { ttl: 1_000 })).release();
-    const lockKeys = async () => Promise.all(direct.map((redis) => redis.exists('{lock:k}')));
 
     for (const { proxy } of proxied) proxy.resetAfter(0, 'downstream');
     await expect(locker.tryAcquire('k', { ttl: 10_000 })).rejects.toBeInstanceOf(QuorumError);
-    expect(await lockKeys()).toEqual([1, 1, 1]);
+    expect(await lockKeys(direct)).toEqual([1, 1, 1]);
     // The undo was queued behind the cut connections: dropped, while the attempt is kept to resend.
     await Promise.all(proxied.map(({ redis }) => queueFlushed(redis)));
-    expect(await lockKeys()).toEqual([1, 1, 1]);
+    expect(await lockKeys(direct)).toEqual([1, 1, 1]);
 
     for (const { proxy } of proxied) proxy.pass();
     // Well within the 10 s the keys would otherwise keep.
-    await waitFor('the resent grants undone', async () => (await lockKeys()).every((key) => key === 0), {
-      timeout: 5_000,
-    });
+    await waitFor(
+      'the resent grants undone',
+      async () => (await lockKeys(direct)).every((key) => key === 0),
+      { timeout: 5_000 },
+    );
     const other = createRedlock({ clients: direct, nodeTimeout: 100 });
     const next = await other.tryAcquire('k', { ttl: 1_000 });
     expect(next).not.toBeNull();
@@ -62,12 +63,19 @@ it("keeps the key a later attempt of the same call holds when an earlier attempt
   await (await y.acquire('warm-up', { ttl: 1_000 })).release();
   const held = await x.acquire('k', { ttl: 20_000 });
   const xFields = await direct[1]!.hkeys('{lock:k}');
+  const unanswered = [first.redis, third.redis].map(commandsInFlight);
 
   first.proxy.blackhole();
   third.proxy.blackhole();
   const acquiring = y.acquire('k', { ttl: 20_000, wait: 10_000 });
-  // Y's first attempt fails (refused by master 1, no answer from the others), its undo unanswered.
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  // Y's first attempt fails (refused by master 1, no answer from the others): its undo is sent
+  // after it to masters 0 and 2, and both stay unanswered there.
+  await waitFor(
+    "Y's first attempt and its undo unanswered on masters 0 and 2",
+    async () => unanswered.every((commands) => commands.pending() >= 2),
+    { timeout: 5_000, interval: 5 },
+  );
+  expect(await direct[1]!.hkeys('{lock:k}')).toEqual(xFields);
   await held.release();
   await waitFor(
     "Y's next attempt on master 1",
@@ -101,8 +109,13 @@ it('undoes a late grant of a fresh owner whose hold has ended, where the release
   one.proxy.resetAfter(0, 'downstream');
   two.proxy.resetAfter(0, 'downstream');
   const acquiring = locker.acquire('k', { ttl: 10_000, wait: 8_000 });
-  // The first attempts land everywhere, unanswered; their undos are dropped on masters 1 and 2.
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  // The first attempts land everywhere, unanswered; their undos are dropped on masters 1 and 2,
+  // and run on master 0: the key is left on masters 1 and 2 only (between two retries of the call).
+  await Promise.all([one.redis, two.redis].map(queueFlushed));
+  await waitFor('the key left on masters 1 and 2 only', async () => `${await lockKeys(direct)}` === '0,1,1', {
+    timeout: 5_000,
+    interval: 5,
+  });
   one.proxy.pass();
   const lock = await acquiring;
   // Released on masters 0 and 1; the release to master 2, still cut, is dropped too.
@@ -136,12 +149,17 @@ async function releasedThenAnswered(
   master2: { redis: Redis; proxy: TcpProxy },
 ): Promise<void> {
   expect(await lock.release()).toBe('released');
-  expect(await Promise.all(direct.map((redis) => redis.exists('{lock:k}')))).toEqual([0, 0, 1]);
+  expect(await lockKeys(direct)).toEqual([0, 0, 1]);
   await queueFlushed(master2.redis);
   master2.proxy.pass();
   await waitFor('the key on master 2 undone', async () => (await direct[2]!.exists('{lock:k}')) === 0, {
     timeout: 5_000,
   });
+}
+
+/** Whether each master has the key `k`: 1 or 0, in the masters' order. */
+function lockKeys(direct: readonly Redis[]): Promise<number[]> {
+  return Promise.all(direct.map((redis) => redis.exists('{lock:k}')));
 }
 
 /**

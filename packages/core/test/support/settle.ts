@@ -21,3 +21,17 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * A timer of `ms` armed now that only records it fired. Timers fire in due order however late
+ * the event loop runs, so a call found settled while `fired()` is still false settled before any
+ * timer armed after this one for as long (a command timeout of the code under test): an
+ * ordering a CPU stall cannot upset, where an elapsed-time bound can.
+ */
+export function mark(ms: number): { fired(): boolean; [Symbol.dispose](): void } {
+  let fired = false;
+  const timer = setTimeout(() => {
+    fired = true;
+  }, ms);
+  return { fired: () => fired, [Symbol.dispose]: () => clearTimeout(timer) };
+}

@@ -39,6 +39,43 @@ export function countScripts(redis: Redis): (() => number) & { answered(): numbe
   return Object.assign(() => sent, { answered: () => answered });
 }
 
+/**
+ * Records when `redis` sends each script whose first key is `lockKey` (a waiter's attempts, until
+ * it holds the lock), under the waiter `waiterOf` names from the script's arguments (the owner
+ * is the first with the token format; by default, one waiter per client).
+ */
+export function attemptTimes(
+  redis: Redis,
+  lockKey: string,
+  waiterOf: (argv: string[]) => string = () => 'waiter',
+): Map<string, number[]> {
+  const times = new Map<string, number[]>();
+  const evalsha = redis.evalsha.bind(redis);
+  redis.evalsha = ((...args: Parameters<typeof evalsha>) => {
+    const [, keyCount, ...rest] = args.map(String);
+    if (rest[0] === lockKey) {
+      const waiter = waiterOf(rest.slice(Number(keyCount)));
+      times.set(waiter, [...(times.get(waiter) ?? []), performance.now()]);
+    }
+    return evalsha(...args);
+  }) as typeof evalsha;
+  return times;
+}
+
+/**
+ * Whether a waiter that sent attempts at `times` sleeps at `retry.max` now: it sent `atMaxFrom`
+ * attempts at least (the one after which its backoff's ceiling is `retry.max`, and one more), and
+ * its last sleep lasted at least what jitter leaves of `retry.max`, so it did grow.
+ */
+export function sleepsAtMax(
+  times: readonly number[],
+  retry: { max: number; jitter: number },
+  atMaxFrom: number,
+): boolean {
+  const [before, last] = times.slice(-2);
+  return times.length >= atMaxFrom && last! - before! >= retry.max * (1 - retry.jitter);
+}
+
 /** Polls `check` every 5 ms until it holds, failing after 10 s with `what`. */
 export async function until(check: () => Promise<boolean>, what: string): Promise<void> {
   const end = performance.now() + 10_000;
