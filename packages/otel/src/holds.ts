@@ -1,4 +1,11 @@
-import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  isSpanContextValid,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+} from '@opentelemetry/api';
 import { abandon } from './abandon.js';
 import {
   ATTR_ERROR_TYPE,
@@ -53,8 +60,12 @@ export class Holds {
 
   constructor(private readonly telemetry: Telemetry) {}
 
-  /** A lock was acquired: a new hold starts, or an owner re-enters the one it has. */
-  acquired(event: AcquireEvent, parent: Context, pattern: string): void {
+  /**
+   * A lock was acquired: a new hold starts, or an owner re-enters the one it has. `acquire` is
+   * the span of the call that took it, which the held span links to: a sibling under the caller's
+   * span, the two are otherwise unrelated roots in a job that has none.
+   */
+  acquired(event: AcquireEvent, parent: Context, pattern: string, acquire: Span | undefined): void {
     const metricAttributes = this.telemetry.metricAttributes(event.protocol, pattern);
     this.telemetry.metrics.acquisitions.add(1, { ...metricAttributes, [ATTR_LOCK_REENTRY]: event.holds > 1 });
     const id = holdId(event);
@@ -69,6 +80,8 @@ export class Holds {
           [ATTR_LOCK_PROTOCOL]: event.protocol,
           [ATTR_LOCK_FENCE]: event.fence,
         },
+        links:
+          acquire && isSpanContextValid(acquire.spanContext()) ? [{ context: acquire.spanContext() }] : [],
       },
       parent,
     );

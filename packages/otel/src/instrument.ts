@@ -65,6 +65,7 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
           event,
           acquisition?.parent ?? context.active(),
           acquisition?.pattern ?? telemetry.pattern(event.key),
+          acquisition?.span,
         );
       }),
     ],
@@ -110,13 +111,18 @@ interface BoundStore {
 
 /**
  * A store of this instrumentation's own made current by `acquireTracing.start` for the whole of
- * each acquire call. (Node's typings allow one store type per channel; this binds two.)
+ * each acquire call. (Node's typings allow one store type per channel; this binds two.) Unbound,
+ * it is disabled too: a store once run stays switched on until then, and Node tags every new
+ * async resource of the process with each store switched on.
  */
 function bound<T>(store: AsyncLocalStorage<T>, transform: (call: AcquireCall) => T): BoundStore {
   const start = acquireTracing.start as unknown as Channel<T, AcquireCall>;
   return {
     bind: () => start.bindStore(store, transform),
-    unbind: () => start.unbindStore(store),
+    unbind: () => {
+      start.unbindStore(store);
+      store.disable();
+    },
   };
 }
 

@@ -1,3 +1,4 @@
+import { executionAsyncResource } from 'node:async_hooks';
 import {
   acquireTracing,
   createLocker,
@@ -27,7 +28,7 @@ import {
   METRIC_LOCK_WAITING,
 } from '@lock/otel';
 import { type RedisServer, refusalHiding, startRedis, waitFor } from '@lock/testing';
-import { context, diag, metrics as globalMetrics, SpanStatusCode } from '@opentelemetry/api';
+import { context, diag, metrics as globalMetrics, ROOT_CONTEXT, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncHooksContextManager } from '@opentelemetry/context-async-hooks';
 import {
   BasicTracerProvider,
@@ -128,6 +129,18 @@ describe('instrumentLocks', () => {
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: false })).toBe(1);
     expect(total(all, METRIC_LOCK_ACQUISITIONS, { [ATTR_LOCK_REENTRY]: true })).toBe(1);
     expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+  });
+
+  it('links the held span to the acquire span that took the lock, which ties the two in a job without a span', async () => {
+    const instrumentation = instrumentLocks();
+    await context.with(ROOT_CONTEXT, async () => (await locker.acquire('job:1')).release());
+    instrumentation.disable();
+    const [acquire, held] = ['lock.acquire job:*', 'lock.held job:*'].map(
+      (name) => lockSpans().find((span) => span.name === name)!,
+    );
+    expect([parentOf(acquire!), parentOf(held!)]).toEqual([undefined, undefined]);
+    expect(held!.links.map((link) => link.context.spanId)).toEqual([idOf(acquire!)]);
+    expect(held!.spanContext().traceId).not.toBe(acquire!.spanContext().traceId);
   });
 
   it('parents what a using() callback does, a re-entry included, on the caller: the acquire span ended before it ran', async () => {
@@ -773,6 +786,24 @@ describe('instrumentLocks', () => {
     await (await waiting).release();
     expect(lockSpans()).toHaveLength(3);
     expect(pointsOf(await metrics.collect(), METRIC_LOCK_WAIT_DURATION)).toHaveLength(1);
+  });
+
+  it('leaves no storage of its own switched on after disable(), whose cost every async operation of the process would pay', async () => {
+    // Node tags each new async resource once per AsyncLocalStorage ever run and not disabled.
+    const tagsOfANewResource = () =>
+      new Promise<number>((resolve) =>
+        setTimeout(() => resolve(Object.getOwnPropertySymbols(executionAsyncResource()).length), 0),
+      );
+    const cycle = async () => {
+      const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+      await (await locker.acquire('order:1')).release();
+      instrumentation.disable();
+    };
+    // The first cycle may switch on OpenTelemetry's own storage, which the app keeps using.
+    await cycle();
+    const before = await tagsOfANewResource();
+    for (let i = 0; i < 5; i++) await cycle();
+    expect(await tagsOfANewResource()).toBe(before);
   });
 
   describe('with a context manager that keeps no AsyncLocalStorage', () => {
