@@ -30,9 +30,9 @@ export const ATTR_LOCK_HOLD_OUTCOME = 'lock.hold.outcome';
 /** Why a held lock was lost: `expired`, `renewal-failed`, `taken`, `failover` or `closed`. */
 export const ATTR_LOCK_LOST_REASON = 'lock.lost.reason';
 /** Renewals by the watchdog during a hold. */
-export const ATTR_LOCK_RENEWALS = 'lock.renewals';
+export const ATTR_LOCK_RENEWAL_COUNT = 'lock.renewal.count';
 /** Explicit `lock.extend()` calls during a hold. */
-export const ATTR_LOCK_EXTENSIONS = 'lock.extensions';
+export const ATTR_LOCK_EXTENSION_COUNT = 'lock.extension.count';
 /**
  * The general OpenTelemetry attribute for a failure's kind: here the error's stable `code`. Set
  * exactly when a span's status is ERROR (never for `busy` or `aborted`, which are answers), and

@@ -9,14 +9,14 @@ import {
 import { abandon } from './abandon.js';
 import {
   ATTR_ERROR_TYPE,
-  ATTR_LOCK_EXTENSIONS,
+  ATTR_LOCK_EXTENSION_COUNT,
   ATTR_LOCK_FENCE,
   ATTR_LOCK_HOLD_OUTCOME,
   ATTR_LOCK_KEY,
   ATTR_LOCK_LOST_REASON,
   ATTR_LOCK_PROTOCOL,
   ATTR_LOCK_REENTRY,
-  ATTR_LOCK_RENEWALS,
+  ATTR_LOCK_RENEWAL_COUNT,
 } from './attributes.js';
 import {
   type AcquireEvent,
@@ -151,8 +151,8 @@ export class Holds {
     try {
       span.setAttributes({
         [ATTR_LOCK_HOLD_OUTCOME]: outcome,
-        [ATTR_LOCK_RENEWALS]: hold.renewals,
-        [ATTR_LOCK_EXTENSIONS]: hold.extensions,
+        [ATTR_LOCK_RENEWAL_COUNT]: hold.renewals,
+        [ATTR_LOCK_EXTENSION_COUNT]: hold.extensions,
       });
       if (outcome !== 'released') {
         span.setAttribute(ATTR_ERROR_TYPE, HOLD_ERRORS[outcome]);

@@ -3,7 +3,7 @@ import {
   ATTR_ERROR_TYPE,
   ATTR_LOCK_HOLD_OUTCOME,
   ATTR_LOCK_LOST_REASON,
-  ATTR_LOCK_RENEWALS,
+  ATTR_LOCK_RENEWAL_COUNT,
   instrumentLocks,
   type LockInstrumentation,
   METRIC_LOCK_HELD,
@@ -82,8 +82,10 @@ describe('a lost lock', () => {
     await redis.del(...(await redis.keys('*job:7*')));
     await gone;
     const held = await expectLoss('taken');
-    expect(held.attributes[ATTR_LOCK_RENEWALS]).toBeGreaterThanOrEqual(1);
-    expect(total(await metrics.collect(), METRIC_LOCK_RENEWALS)).toBe(held.attributes[ATTR_LOCK_RENEWALS]);
+    expect(held.attributes[ATTR_LOCK_RENEWAL_COUNT]).toBeGreaterThanOrEqual(1);
+    expect(total(await metrics.collect(), METRIC_LOCK_RENEWALS)).toBe(
+      held.attributes[ATTR_LOCK_RENEWAL_COUNT],
+    );
     // Each renewal round trip is one batch: here, of this one lock.
     expect(recorded(await metrics.collect(), METRIC_LOCK_RENEWAL_BATCH_SIZE)).toBeGreaterThanOrEqual(1);
     // Releasing the lost handle changes nothing recorded.
