@@ -255,8 +255,9 @@ export interface LockProtocol {
   extendMany?(redis: RedisClient, items: readonly RenewalItem[], ttl: number): Promise<(string | null)[]>;
   /**
    * The fence counter a first acquisition of `resource` increments, so a backend on a replicated
-   * deployment can stamp it with its master and raise it after a failover. Optional: formats
-   * without a counter of their own (Redisson's, ThinkPHP's) are not stamped.
+   * deployment can stamp it with its master and raise it after a failover. Optional: a format
+   * without a counter of its own (Redisson's) has only its master's run id read, routed by
+   * `lockKey` on a cluster (give one when the lock key is not `resource`).
    */
   fenceCounter?(resource: string, cluster: boolean): string;
   /**

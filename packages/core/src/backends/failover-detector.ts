@@ -11,9 +11,9 @@ let warned = false;
  */
 export function warnWithoutFailoverDetector(redis: RedisClient): void {
   if (warned) return;
-  const options = (redis as { options?: { sentinels?: unknown[] | null; failoverDetector?: boolean } })
+  const options = (redis as { options?: { sentinels?: unknown[] | null; failoverDetector?: unknown } })
     .options;
-  if (!options?.sentinels?.length || options.failoverDetector === true) return;
+  if (!options?.sentinels?.length || options.failoverDetector) return;
   warned = true;
   process.emitWarning(
     'a Sentinel-managed client without failoverDetector: true stays on the old master after a failover until Sentinel demotes it (about 10 s): locks renewed or granted there meanwhile expire on the new master, where another owner takes them; create the ioredis client with failoverDetector: true',

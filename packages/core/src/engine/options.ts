@@ -50,8 +50,7 @@ export function refuseUnknown(
 ): asserts options is object {
   if (!isOptionsObject(options)) throw new InvalidOptionError(path ?? 'options', options, 'an object');
   const named = (name: string) => (path === undefined ? name : `${path}.${name}`);
-  // Inherited names too: the options are read by name, which finds them as well.
-  for (const name in options) {
+  for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
     const alias = Object.hasOwn(aliases, name) ? aliases[name] : closest(name, known);
     const { meant, note } = typeof alias === 'object' ? alias : { meant: alias, note: undefined };

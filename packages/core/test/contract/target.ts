@@ -14,6 +14,8 @@ export interface TargetPlan {
   readonly stop: () => Promise<void>;
   /** Keys allowed to lack a TTL. Default: `FENCE_COUNTERS`. */
   readonly counters?: RegExp;
+  /** Granularity of the format's ttls (see `ContractTarget.ttlStep`). Default: 1. */
+  readonly ttlStep?: number;
 }
 
 /** A contract target whose lockers all come from `plan.create` and are closed before `plan.stop`. */
@@ -30,6 +32,7 @@ export function lockerTarget(plan: TargetPlan): ContractTarget {
     make,
     clients: plan.clients,
     counters: plan.counters ?? FENCE_COUNTERS,
+    ttlStep: plan.ttlStep,
     async close() {
       await Promise.all(made.map((locker) => locker.close()));
       await plan.stop();

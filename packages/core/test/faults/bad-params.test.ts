@@ -198,12 +198,6 @@ describe('S26: bad parameters are refused by name before anything reaches Redis'
     expect(error).toBeInstanceOf(InvalidOptionError);
     expect(error).toMatchObject({ option: 'options', value: options });
   });
-  it('refuses an unknown name an options object inherits, as it would an own one', async () => {
-    const options = Object.create({ waitt: 5 }) as AcquireOptions;
-    expectNamed(await nothingWritten(() => locker.acquire('bad', options)), 'waitt', 5, null);
-    const retry = Object.create({ bsae: 5 }) as object;
-    expectNamed(await nothingWritten(() => locker.acquire('bad', { retry })), 'retry.bsae', 5, null);
-  });
   it('refuses a release listener linger that is not a positive integer number of ms, naming it', () => {
     for (const linger of [0, -1, 1.5, Number.NaN, 2 ** 31])
       expect(() => new ReleaseListener(redis, linger)).toThrow(/invalid option "linger"/);

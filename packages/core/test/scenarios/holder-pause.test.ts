@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLocker, fencedSet, type Lock } from '@lock/core';
-import { assertHistory, checkHistory, HistoryRecorder, readHistory, startRedis } from '@lock/testing';
+import { fencedSet, type Lock } from '@lock/core';
+import { assertHistory, checkHistory, HistoryRecorder, readHistory, startMasters } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
+import { DEPLOYMENTS, type Deployment, deployment, lease } from '../support/deployments.js';
 import { startScript } from '../support/script-process.js';
 import { rounds, timeLimit } from './support/tier.js';
 
@@ -13,24 +14,27 @@ const ROUNDS = rounds(3, 50);
 /**
  * S6 (Kleppmann): holder A checks its lease, is frozen by SIGSTOP between the check and its
  * write until its lease ran out and B acquired and wrote, then resumes and writes. Runs `ROUNDS`
- * rounds and returns the merged history and A's write results.
+ * rounds over `target` (the resource on its first master) and returns the merged history and
+ * A's write results.
  */
-async function pausedHolderRounds(fenced: boolean) {
-  await using server = await startRedis();
+async function pausedHolderRounds(target: Deployment, fenced: boolean) {
+  await using masters = await startMasters(target.masters);
   const dir = mkdtempSync(join(tmpdir(), 's6-'));
   const key = 's6:account';
   const resource = 's6:resource';
   const holderA = startScript(new URL('./support/paused-writer.ts', import.meta.url), {
-    url: server.url,
+    urls: masters.urls,
+    deployment: target.name,
     key,
-    ttl: TTL,
+    ttl: lease(target, TTL),
     resource,
     fenced,
     history: join(dir, 'a.jsonl'),
     id: 'A',
   });
-  const redis = server.client();
-  const locker = createLocker({ redis });
+  const clients = masters.clients();
+  const redis = clients[0]!;
+  const locker = target.create(clients);
   const recorderB = new HistoryRecorder('B');
   const results: { fence: number; accepted: boolean; fenceB: number }[] = [];
   try {
@@ -64,10 +68,10 @@ async function pausedHolderRounds(fenced: boolean) {
 }
 
 describe(`S6: a holder frozen (SIGSTOP) between its lease check and its write, ${ROUNDS} rounds`, () => {
-  it(
-    'fenced: every late write is refused, B’s fence is higher, and the history checks clean',
-    async () => {
-      const { events, results } = await pausedHolderRounds(true);
+  it.each(DEPLOYMENTS)(
+    'fenced ($name): every late write is refused, B’s fence is higher, and the history checks clean',
+    async (target) => {
+      const { events, results } = await pausedHolderRounds(target, true);
       expect(results).toHaveLength(ROUNDS);
       for (const { fence, accepted, fenceB } of results) {
         expect(accepted).toBe(false);
@@ -83,7 +87,8 @@ describe(`S6: a holder frozen (SIGSTOP) between its lease check and its write, $
   it(
     'unfenced (✗-expected): every late write is accepted, and the checker reports each as stale and overlapping',
     async () => {
-      const { events, results } = await pausedHolderRounds(false);
+      // The hazard fencing answers is the same whatever the protocol: shown on the default one.
+      const { events, results } = await pausedHolderRounds(deployment('token'), false);
       expect(results.map((result) => result.accepted)).toEqual(Array(ROUNDS).fill(true));
       // Epsilon 0: A's late write lands after B's grant by construction, sometimes by less than 1 ms.
       const verdict = checkHistory(events, { epsilonMs: 0 });

@@ -1,14 +1,19 @@
-import { createLocker, type Locker } from '@lock/core';
+import type { Locker } from '@lock/core';
 import { Redis } from 'ioredis';
+import { type DeploymentName, deployment } from '../../support/deployments.js';
 import type { WorkerLocker } from '../../support/worker.js';
 
 /**
- * Contention factory whose every acquisition gets `config.ttl` (the shared worker asks for 5 s,
- * too long for a fault to outlast it).
+ * Contention factory for one of the `DEPLOYMENTS` (one URL per master) whose every acquisition
+ * gets `config.ttl` (the shared worker asks for 5 s, too long for a fault to outlast it).
  */
-export default async function shortTtlLocker(config: { url: string; ttl: number }): Promise<WorkerLocker> {
-  const redis = new Redis(config.url);
-  const inner = createLocker({ redis });
+export default async function shortTtlLocker(config: {
+  urls: readonly string[];
+  ttl: number;
+  deployment: DeploymentName;
+}): Promise<WorkerLocker> {
+  const clients = config.urls.map((url) => new Redis(url));
+  const inner = deployment(config.deployment).create(clients);
   const locker: Locker = {
     acquire: (key, options) => inner.acquire(key, { ...options, ttl: config.ttl }),
     tryAcquire: (key, options) => inner.tryAcquire(key, { ...options, ttl: config.ttl }),
@@ -22,7 +27,7 @@ export default async function shortTtlLocker(config: { url: string; ttl: number 
     locker,
     async close() {
       await inner.close();
-      redis.disconnect();
+      for (const client of clients) client.disconnect();
     },
   };
 }

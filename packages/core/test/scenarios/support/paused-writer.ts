@@ -1,6 +1,7 @@
 /**
  * Kleppmann's paused holder, in its own process so a test can SIGSTOP it. argv[2] is JSON
- * `{ url, key, ttl, resource, fenced, history, id }`. On each `acquire` line on stdin it takes
+ * `{ urls, deployment, key, ttl, resource, fenced, history, id }`: one URL per master of the
+ * deployment (see test/support/deployments.ts), the first also holding `resource`. On each `acquire` line on stdin it takes
  * the lock (a fixed lease of `ttl` ms, not renewed), checks it is held, prints `checked`, and
  * writes to `resource` only when the process is continued (SIGCONT): the pause falls between the
  * check and the write, where no lease check can help. The write goes through `fencedSet` when
@@ -9,12 +10,14 @@
  */
 
 import { createInterface } from 'node:readline';
-import { createLocker, fencedSet } from '@lock/core';
+import { fencedSet } from '@lock/core';
 import { HistoryRecorder } from '@lock/testing';
 import { Redis } from 'ioredis';
+import { type DeploymentName, deployment } from '../../support/deployments.js';
 
 interface Plan {
-  url: string;
+  urls: string[];
+  deployment: DeploymentName;
   key: string;
   ttl: number;
   resource: string;
@@ -24,8 +27,9 @@ interface Plan {
 }
 
 const plan = JSON.parse(process.argv[2]!) as Plan;
-const redis = new Redis(plan.url);
-const locker = createLocker({ redis });
+const clients = plan.urls.map((url) => new Redis(url));
+const redis = clients[0]!;
+const locker = deployment(plan.deployment).create(clients);
 const recorder = new HistoryRecorder(plan.id, { file: plan.history });
 
 async function write(fence: number): Promise<boolean> {
@@ -50,4 +54,4 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 recorder.close();
 await locker.close();
-redis.disconnect();
+for (const client of clients) client.disconnect();
