@@ -2,14 +2,8 @@ import { type ExtendEvent, type LostEvent, lockEvents } from '@lock/core';
 import { type RedisCluster, type RedisServer, startCluster, waitFor } from '@lock/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waiterSubscribed } from '../../core/test/contract/keys.js';
-import { createRedisson, type Redisson } from '../src/index.js';
-
-/** Polling effectively off: within the test only an unlock message can wake a waiter. */
-const NO_POLLING = { base: 60_000, max: 60_000, jitter: 0 };
-/** Shorter than one poll: a waiter still waiting by then was never woken. */
-const WAIT = 20_000;
-/** How long the woken waiters may take to answer: a few round trips, far below `WAIT` and the holds' 30 s lease. */
-const WOKEN_WITHIN = 5_000;
+import { createRedisson } from '../src/index.js';
+import { expectHandedOver, fourKinds, NO_POLLING, waitOn } from './helpers/four-kinds.js';
 
 /**
  * A slot's master changes under held locks and waiting calls: a shard failover (the replica
@@ -52,30 +46,12 @@ describe('Redisson locks on a cluster whose slot moves to another master', () =>
     const waiter = createRedisson({ redis: cluster.client(), retry: NO_POLLING });
     try {
       const names = ['rlock', 'fair', 'rw', 'fenced'].map((kind) => `{${tag}}:${kind}`);
-      const kinds = (redisson: Redisson) => [
-        redisson.getLock(names[0]!),
-        redisson.getFairLock(names[1]!),
-        redisson.getReadWriteLock(names[2]!).writeLock(),
-        redisson.getFencedLock(names[3]!),
-      ];
-      const held = kinds(holder);
-      const waiting = kinds(waiter);
+      const held = fourKinds(holder, names);
       for (const lock of held) await lock.lock({ threadId: 1 });
       const fence = await holder.getFencedLock(names[3]!).getToken();
-      const answers: (boolean | undefined)[] = waiting.map(() => undefined);
-      const taken = waiting.map((lock, i) =>
-        lock.tryLock({ wait: WAIT, threadId: 1 }).then((answer) => {
-          answers[i] = answer;
-          return answer;
-        }),
-      );
-      // Settled by shutdown() when the test fails before they are awaited.
-      for (const attempt of taken) attempt.catch(() => {});
-      for (const name of names)
-        await waiterSubscribed(
-          cluster.masters.map((node) => node.client()),
-          name,
-        );
+      const answers = waitOn(fourKinds(waiter, names));
+      const nodes = cluster.masters.map((node) => node.client());
+      for (const name of names) await waiterSubscribed(nodes, name);
 
       renewed.clear();
       const master = (await move()).client();
@@ -90,20 +66,7 @@ describe('Redisson locks on a cluster whose slot moves to another master', () =>
       for (const lock of held) expect(await lock.isHeldByCurrentThread({ threadId: 1 })).toBe(true);
       expect(await Promise.all(names.map((name) => master.exists(name)))).toEqual([1, 1, 1, 1]);
       for (const name of names) await waiterSubscribed([master], name);
-
-      for (const lock of held) await lock.unlock({ threadId: 1 });
-      await waitFor(
-        'the woken waiters to answer',
-        async () => answers.every((answer) => answer !== undefined),
-        {
-          timeout: WOKEN_WITHIN,
-        },
-      ).catch(() => {});
-      expect(Object.fromEntries(names.map((name, i) => [name, answers[i]]))).toEqual(
-        Object.fromEntries(names.map((name) => [name, true])),
-      );
-      expect(await waiter.getFencedLock(names[3]!).getToken()).toBeGreaterThan(fence!);
-      for (const lock of waiting) await lock.unlock({ threadId: 1 });
+      await expectHandedOver(held, waiter, names, answers, fence);
     } finally {
       await Promise.all([holder.shutdown(), waiter.shutdown()]);
     }

@@ -1,0 +1,57 @@
+import { waitFor } from '@lock/testing';
+import { expect } from 'vitest';
+import type { Redisson } from '../../src/index.js';
+
+/** Polling effectively off: within a test only an unlock message can wake a waiter. */
+export const NO_POLLING = { base: 60_000, max: 60_000, jitter: 0 };
+/** Shorter than one poll: a waiter still waiting by then was never woken. */
+const WAIT = 20_000;
+/** How long the woken waiters may take to take the locks: a few round trips, far below `WAIT`. */
+const WOKEN_WITHIN = 5_000;
+
+/** The exclusive kinds under `names`, in order: an RLock, a fair lock, a write lock and a fenced lock. */
+export function fourKinds(redisson: Redisson, names: readonly string[]) {
+  return [
+    redisson.getLock(names[0]!),
+    redisson.getFairLock(names[1]!),
+    redisson.getReadWriteLock(names[2]!).writeLock(),
+    redisson.getFencedLock(names[3]!),
+  ];
+}
+
+/** Waiting calls of thread 1 on each lock, for `WAIT`: what each answered, once it has. */
+export function waitOn(locks: ReturnType<typeof fourKinds>): (boolean | undefined)[] {
+  const answers: (boolean | undefined)[] = locks.map(() => undefined);
+  locks.forEach((lock, i) => {
+    lock.tryLock({ wait: WAIT, threadId: 1 }).then(
+      (answer) => {
+        answers[i] = answer;
+      },
+      // Settled by shutdown() when the test fails before the waiters took the locks.
+      () => {},
+    );
+  });
+  return answers;
+}
+
+/**
+ * Thread 1 of the holder unlocks every lock; each waiter must take its lock well before a poll
+ * could have woken it (the unlock message did), the fenced one with a token above `fence`.
+ */
+export async function expectHandedOver(
+  held: ReturnType<typeof fourKinds>,
+  waiter: Redisson,
+  names: readonly string[],
+  answers: readonly (boolean | undefined)[],
+  fence: number | null,
+): Promise<void> {
+  for (const lock of held) await lock.unlock({ threadId: 1 });
+  await waitFor('the woken waiters to answer', async () => answers.every((answer) => answer !== undefined), {
+    timeout: WOKEN_WITHIN,
+  }).catch(() => {});
+  expect(Object.fromEntries(names.map((name, i) => [name, answers[i]]))).toEqual(
+    Object.fromEntries(names.map((name) => [name, true])),
+  );
+  expect(await waiter.getFencedLock(names[3]!).getToken()).toBeGreaterThan(fence!);
+  for (const lock of fourKinds(waiter, names)) await lock.unlock({ threadId: 1 });
+}
