@@ -17,8 +17,9 @@ export interface WaitPlan {
 export interface ReplicationGate {
   /**
    * What to WAIT for after the next acquisition, or null for nothing: answered at once, except
-   * that `'auto'` asks the server for its replicas (`INFO replication`) at most every 10 s, before
-   * the acquisition, so a failure there writes nothing.
+   * that `'auto'` asks the server for its replicas (`INFO replication`) at most every 10 s, and
+   * again after a connection of the client closed, before the acquisition, so a failure there
+   * writes nothing.
    */
   plan(): WaitPlan | null | Promise<WaitPlan | null>;
   /**
@@ -37,7 +38,18 @@ export interface ReplicationGate {
   allowance(): number;
 }
 
-export function replicationGate(redis: RedisClient, replication: ReplicationOptions): ReplicationGate {
+/**
+ * @param closes how many connections of the client closed so far: after a reconnect `'auto'`
+ *   asks again, as the client may have reached another master (a failover), with other
+ *   replicas. Its WAITs, sent for replicas that are gone, would each hold the connection for
+ *   their timeout, and every command queued behind them, concurrent acquisitions included.
+ *   Default: none ever.
+ */
+export function replicationGate(
+  redis: RedisClient,
+  replication: ReplicationOptions,
+  closes: () => number = () => 0,
+): ReplicationGate {
   checkReplication(replication, isCluster(redis));
   if (replication === false || isCluster(redis)) {
     return { plan: () => null, stillNeeded: async () => true, allowance: () => 0 };
@@ -47,15 +59,21 @@ export function replicationGate(redis: RedisClient, replication: ReplicationOpti
     return { plan: () => plan, stillNeeded: async () => true, allowance: () => plan.timeout };
   }
   let checkedAt = Number.NEGATIVE_INFINITY;
+  let checkedClosed = 0;
   let plan: WaitPlan | null = null;
-  const check = () =>
-    connectedReplicas(redis).then((replicas) => {
+  const check = () => {
+    // Read before the question: a connection that closes meanwhile may have answered for another server.
+    const closed = closes();
+    return connectedReplicas(redis).then((replicas) => {
       plan = replicas > 0 ? AUTO : null;
       checkedAt = performance.now();
+      checkedClosed = closed;
       return plan;
     });
+  };
+  const fresh = () => performance.now() - checkedAt <= AUTO_RECHECK_MS && closes() === checkedClosed;
   return {
-    plan: () => (performance.now() - checkedAt <= AUTO_RECHECK_MS ? plan : check()),
+    plan: () => (fresh() ? plan : check()),
     stillNeeded: async () => (await check()) !== null,
     allowance: () => plan?.timeout ?? 0,
   };

@@ -19,7 +19,7 @@ export interface SingleBackendOptions {
   /**
    * WAIT for replicas after each first acquisition; a lock no replica confirmed is released and
    * the acquire fails with `ReplicationError`. `'auto'` requires one replica within 250 ms when
-   * the server reports connected replicas (checked at most every 10 s). Not supported on a
+   * the server reports connected replicas (checked at most every 10 s, and after a reconnect). Not supported on a
    * cluster (`'auto'` is off there). Default: `'auto'`.
    */
   readonly replication?: ReplicationOptions;
@@ -66,7 +66,7 @@ export function singleBackend(
     );
   }
   checkSubscriber(options.subscriber);
-  const replication = replicationGate(redis, orDefault(options.replication, 'auto'));
+  const replication = replicationGate(redis, orDefault(options.replication, 'auto'), () => connection.closes);
   const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
   // Taken once every option passed: a refused locker must leave no listener on the client.
   const connection = connectionOf(redis);

@@ -48,3 +48,32 @@ it("adds WAIT's timeout to an attempt's deadline only once 'auto' has seen repli
   await Promise.all([auto.close(), replicated.close()]);
   await replica.stop();
 });
+
+it("'auto' asks again after a reconnect, which may have reached a master without replicas: concurrent acquisitions send no WAIT there, whose timeouts would queue on the connection", async () => {
+  await using master = await startRedis();
+  const replica = await startRedis({ config: { replicaof: `${master.host} ${master.port}` } });
+  const admin = master.client();
+  const replicas = async () => /connected_slaves:(\d+)/.exec(await admin.info('replication'))?.[1];
+  await waitFor('the replica to connect', async () => (await replicas()) === '1');
+  await admin.set('warm-up', '1', 'PX', 60_000);
+  expect(await admin.call('WAIT', 1, 10_000)).toBe(1);
+  const redis = master.client();
+  const locker = createLocker({ redis });
+  await (await locker.acquire('before', { ttl: 10_000 })).release();
+  await replica.stop();
+  await waitFor('the master to see no replica', async () => (await replicas()) === '0');
+  // As after a failover: the client reconnects, here to the same master, now without replicas.
+  const ready = new Promise((resolve) => redis.once('ready', resolve));
+  redis.disconnect(true);
+  await ready;
+  const waits: string[] = [];
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+    if (command.name.toLowerCase() === 'wait') waits.push(command.name);
+    return send(command as never, ...(rest as []));
+  }) as typeof redis.sendCommand;
+  const locks = await Promise.all(['a', 'b', 'c', 'd'].map((key) => locker.acquire(key, { ttl: 10_000, wait: 0 })));
+  expect(waits).toEqual([]);
+  for (const lock of locks) expect(await lock.release()).toBe('released');
+  await locker.close();
+});
