@@ -47,7 +47,8 @@ it.each([
       const held = fourKinds(holderClient, names);
       for (const lock of held) await lock.lock({ threadId: 1 });
       const fence = await holderClient.getFencedLock(names[3]!).getToken();
-      const answers = waitOn(fourKinds(waiterClient, names));
+      const waiting = fourKinds(waiterClient, names);
+      const answers = waitOn(waiting);
       const old = await setup.master();
       for (const name of names) await waiterSubscribed([old.client()], name);
       // The fair waiter's queue entry must reach the replica: only acquisitions wait for one.
@@ -69,7 +70,7 @@ it.each([
       expect(lost).toEqual([]);
       for (const name of names) await waiterSubscribed([onPromoted], name);
       expect(await Promise.all(held.map((lock) => lock.isHeldByThread(1)))).toEqual([true, true, true, true]);
-      await expectHandedOver(held, waiterClient, names, answers, fence);
+      await expectHandedOver(held, waiterClient, waiting, names, answers, fence);
       expect(lost).toEqual([]);
     } finally {
       await Promise.all([holderClient.shutdown(), waiterClient.shutdown()]);

@@ -237,9 +237,7 @@ export class MasterWatch {
    * fences may go backwards).
    */
   movedSince(resource: string, node: string | undefined): boolean {
-    // A format without a counter draws no fence there and has no clock read: the grant stands,
-    // and the slot refresh that follows the MOVED probes the new master.
-    if (node === undefined || this.counterOf === undefined) return false;
+    if (node === undefined) return false;
     const counter = this.counterFor(resource);
     if (this.nodeOf(this.lastRoute) === node) return false;
     const stamp = this.stamps.get(counter);

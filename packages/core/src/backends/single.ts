@@ -161,9 +161,15 @@ export function singleBackend(
         });
       if (!reply.acquired) return reply;
       if (watch.movedSince(resource, stampedAt)) {
-        // The engine's undo goes behind a stamp of the slot's new master: the change is seen, its clock read.
-        const { fence, holds, token } = reply;
-        return { acquired: true, fence, holds, token, validity: ttl, unusable: new Error(MOVED_GRANT) };
+        if (counterOf) {
+          // The engine's undo goes behind a stamp of the slot's new master: the change is seen, its clock read.
+          const { fence, holds, token } = reply;
+          return { acquired: true, fence, holds, token, validity: ttl, unusable: new Error(MOVED_GRANT) };
+        }
+        // A format without a counter drew no fence from the moved slot: its grant stands, once the
+        // new master's run id is read, which ends the holds the old master granted before this one
+        // exists (read later, it would end this one too).
+        await watch.ready(resource)?.catch(() => {});
       }
       // Only a new grant drew its fence from the counter: a re-entry reports the hold's, which a
       // lock taken before the upgrade drew from its own per-key counter, not from this one.

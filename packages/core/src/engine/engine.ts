@@ -1046,19 +1046,17 @@ class Engine implements Locker {
 
   /**
    * The master behind some holds changed. A grant no replica confirmed may not exist on the new
-   * master, and another owner may take the key there: those holds end now ('failover'). A
-   * confirmed one survives the change, but its later renewals were not confirmed: it is renewed
-   * at once, on the new master, which proves it is still ours or declares it taken. So is an
-   * unconfirmed one that is renewed, of an explicit owner (a Redisson thread): ended, it would
-   * stay counted in Redis if it did reach the new master, as it cannot be released by its
-   * owner's name (the owner may hold the key again by then), and the owner's next acquisition
-   * would re-enter that count.
+   * master, and another owner may take the key there: those holds end now ('failover'), whoever
+   * owns them (renewed first, a hold would be believed until the renewal's answer, or for the
+   * rest of its lease while the new master does not answer). A confirmed one survives the change,
+   * but its later renewals were not confirmed: it is renewed at once, on the new master, which
+   * proves it is still ours or declares it taken.
    */
   private masterChanged(affects: (resource: string) => boolean): void {
     for (const hold of [...this.holds.values()]) {
       if (!affects(hold.resource)) continue;
-      if (hold.confirmed || (hold.renew && !hold.fresh)) this.watchdog.renewNow(hold);
-      else this.lose(hold, 'failover');
+      if (!hold.confirmed) this.lose(hold, 'failover');
+      else this.watchdog.renewNow(hold);
     }
   }
 

@@ -35,17 +35,21 @@ export function waitOn(locks: ReturnType<typeof fourKinds>): (boolean | undefine
 }
 
 /**
- * Thread 1 of the holder unlocks every lock; each waiter must take its lock well before a poll
- * could have woken it (the unlock message did), the fenced one with a token above `fence`.
+ * Each held lock is freed by `free` (thread 1's unlock, by default); each waiter must take its
+ * lock well before a poll could have woken it (the unlock message did), the fenced one with a
+ * token above `fence`.
  */
 export async function expectHandedOver(
   held: ReturnType<typeof fourKinds>,
   waiter: Redisson,
+  waiting: ReturnType<typeof fourKinds>,
   names: readonly string[],
   answers: readonly (boolean | undefined)[],
   fence: number | null,
+  free: (lock: ReturnType<typeof fourKinds>[number]) => Promise<unknown> = (lock) =>
+    lock.unlock({ threadId: 1 }),
 ): Promise<void> {
-  for (const lock of held) await lock.unlock({ threadId: 1 });
+  for (const lock of held) await free(lock);
   await waitFor('the woken waiters to answer', async () => answers.every((answer) => answer !== undefined), {
     timeout: WOKEN_WITHIN,
   }).catch(() => {});
@@ -53,5 +57,6 @@ export async function expectHandedOver(
     Object.fromEntries(names.map((name) => [name, true])),
   );
   expect(await waiter.getFencedLock(names[3]!).getToken()).toBeGreaterThan(fence!);
-  for (const lock of fourKinds(waiter, names)) await lock.unlock({ threadId: 1 });
+  // By the objects that took them: a lock object keeps its own handles.
+  for (const lock of waiting) await lock.unlock({ threadId: 1 });
 }
