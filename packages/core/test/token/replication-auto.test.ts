@@ -72,7 +72,9 @@ it("'auto' asks again after a reconnect, which may have reached a master without
     if (command.name.toLowerCase() === 'wait') waits.push(command.name);
     return send(command as never, ...(rest as []));
   }) as typeof redis.sendCommand;
-  const locks = await Promise.all(['a', 'b', 'c', 'd'].map((key) => locker.acquire(key, { ttl: 10_000, wait: 0 })));
+  const locks = await Promise.all(
+    ['a', 'b', 'c', 'd'].map((key) => locker.acquire(key, { ttl: 10_000, wait: 0 })),
+  );
   expect(waits).toEqual([]);
   for (const lock of locks) expect(await lock.release()).toBe('released');
   await locker.close();
