@@ -23,6 +23,7 @@ export {
   type RenewEvent,
 } from './engine/events.js';
 export {
+  checkFunction,
   checkKey,
   checkMs,
   checkPrefix,

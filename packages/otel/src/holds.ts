@@ -1,10 +1,10 @@
 import {
   type Attributes,
   type Context,
-  isSpanContextValid,
   type Span,
   SpanKind,
   SpanStatusCode,
+  trace,
 } from '@opentelemetry/api';
 import { abandon } from './abandon.js';
 import {
@@ -81,7 +81,9 @@ export class Holds {
           [ATTR_LOCK_FENCE]: event.fence,
         },
         links:
-          acquire && isSpanContextValid(acquire.spanContext()) ? [{ context: acquire.spanContext() }] : [],
+          acquire && trace.isSpanContextValid(acquire.spanContext())
+            ? [{ context: acquire.spanContext() }]
+            : undefined,
       },
       parent,
     );

@@ -1,4 +1,4 @@
-import { forcePubSub, InvalidOptionError, newChain, runWithChain } from '@lock/core';
+import { checkFunction, forcePubSub, newChain, runWithChain } from '@lock/core';
 import { ClientCore } from './client.js';
 import { RFairLock, RFencedLock, RLock, RReadWriteLock } from './locks.js';
 import { checkOptions, type RedissonOptions } from './options.js';
@@ -37,8 +37,7 @@ export function createRedisson(options: RedissonOptions): Redisson {
     getFencedLock: (name) => new RFencedLock(client, name),
     run: (fn) => {
       // Checked here: core would fail with a bare TypeError, after numbering a chain for nothing.
-      if (typeof fn !== 'function')
-        throw new InvalidOptionError('fn', fn, 'a function to run as a new thread');
+      checkFunction(fn, 'fn', 'a function to run as a new thread');
       return runWithChain(newChain(), fn);
     },
     shutdown: () => client.close(),

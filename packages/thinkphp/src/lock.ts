@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   bounded,
+  checkFunction,
   checkKey,
   checkMs,
   DEFAULT_COMMAND_TIMEOUT,
@@ -220,7 +221,7 @@ export class Lock {
     fn: (lock: Lock) => Promise<T> | T,
     options: LockOptions,
   ): Promise<T> {
-    if (typeof fn !== 'function') throw new InvalidOptionError('fn', fn, 'a function to run under the lock');
+    checkFunction(fn, 'fn', 'a function to run under the lock');
     const lock = new this(key, options);
     const refused = await lock.refusedOr(lock.attempts());
     if (refused) throw refused;

@@ -132,8 +132,23 @@ interface Stamp {
   unsure: boolean;
 }
 
-/** Users not allowed the stamp (an ACL written for an earlier version) are warned once per process. */
-const warnedNoPermission = { stamp: false, probe: false };
+/**
+ * What a user the ACL refuses the stamp (an ACL written for an earlier version) is warned of,
+ * once per process: the counter's stamp, or the run id read of a format without a counter.
+ */
+const NO_PERMISSION = {
+  stamp: {
+    code: 'ERR_LOCK_FENCE_EPOCH',
+    message: (counter: string) =>
+      `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${counter}:epoch): fences may go backwards after a failover`,
+  },
+  probe: {
+    code: 'ERR_LOCK_MASTER_WATCH',
+    message: (key: string) =>
+      `the Redis user may not read the master's run id (allow "info", and "evalsha" and "eval" on ${key}): a lock lost to a failover is seen only at its next renewal`,
+  },
+};
+const warnedNoPermission = new Set<keyof typeof NO_PERMISSION>();
 
 /**
  * Keeps fences increasing across a change of master, and tells the engine about the change.
@@ -331,8 +346,7 @@ export class MasterWatch {
       (error: unknown) => {
         if (isPermissionError(error)) {
           stamp.pending = undefined;
-          if (this.counterOf) warnNoPermission('stamp', counter);
-          else warnNoPermission('probe', route);
+          warnNoPermission(this.counterOf ? 'stamp' : 'probe', route);
           return;
         }
         stamp.generation = -1;
@@ -383,18 +397,9 @@ export class MasterWatch {
   }
 }
 
-function warnNoPermission(stamp: keyof typeof warnedNoPermission, key: string): void {
-  if (warnedNoPermission[stamp]) return;
-  warnedNoPermission[stamp] = true;
-  if (stamp === 'stamp') {
-    process.emitWarning(
-      `the Redis user may not stamp fence counters with their master (allow "set" and "info" on ${key}:epoch): fences may go backwards after a failover`,
-      { code: 'ERR_LOCK_FENCE_EPOCH', type: 'LockWarning' },
-    );
-    return;
-  }
-  process.emitWarning(
-    `the Redis user may not read the master's run id (allow "info", and "evalsha" and "eval" on ${key}): a lock lost to a failover is seen only at its next renewal`,
-    { code: 'ERR_LOCK_MASTER_WATCH', type: 'LockWarning' },
-  );
+function warnNoPermission(refused: keyof typeof NO_PERMISSION, key: string): void {
+  if (warnedNoPermission.has(refused)) return;
+  warnedNoPermission.add(refused);
+  const { code, message } = NO_PERMISSION[refused];
+  process.emitWarning(message(key), { code, type: 'LockWarning' });
 }

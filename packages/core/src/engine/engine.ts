@@ -8,7 +8,6 @@ import { clockDrift } from '../clock-drift.js';
 import {
   AcquireTimeoutError,
   callerKeyed,
-  InvalidOptionError,
   LockAbortError,
   LockBusyError,
   LockerClosedError,
@@ -37,6 +36,7 @@ import {
   ACQUIRE_OPTIONS,
   checkBoolean,
   checkClock,
+  checkFunction,
   checkKey,
   checkMs,
   checkOwner,
@@ -260,7 +260,7 @@ class Engine implements Locker {
       typeof optionsOrFn === 'function'
         ? [{}, optionsOrFn]
         : [optionsOrFn === undefined ? {} : optionsOrFn, maybeFn];
-    if (typeof fn !== 'function') throw new InvalidOptionError('fn', fn, 'a function to run');
+    checkFunction(fn, 'fn', 'a function to run');
     refuseUnknown(options, USING_OPTIONS, 'the using options');
     const { rejectOnLoss, ...acquireOptions } = options;
     const rejects = checkBoolean(rejectOnLoss, 'rejectOnLoss') ?? true;

@@ -205,6 +205,15 @@ export function checkSignal(signal: unknown): AbortSignal | undefined {
   throw new InvalidOptionError('signal', signal, 'an AbortSignal');
 }
 
+/** Refuses a callback that is no function before anything runs: called, it would fail with a bare TypeError. */
+export function checkFunction(
+  value: unknown,
+  name: string,
+  expected: string,
+): asserts value is (...args: never) => unknown {
+  if (typeof value !== 'function') throw new InvalidOptionError(name, value, expected);
+}
+
 export function checkBoolean(value: unknown, name: string): boolean | undefined {
   if (value === undefined || typeof value === 'boolean') return value;
   throw new InvalidOptionError(name, value, 'a boolean');
