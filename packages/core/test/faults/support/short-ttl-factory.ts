@@ -1,19 +1,14 @@
-import type { Locker } from '@lock/core';
+import { createLocker, type Locker } from '@lock/core';
 import { Redis } from 'ioredis';
-import { type DeploymentName, deployment } from '../../support/deployments.js';
 import type { WorkerLocker } from '../../support/worker.js';
 
 /**
- * Contention factory for one of the `DEPLOYMENTS` (one URL per master) whose every acquisition
- * gets `config.ttl` (the shared worker asks for 5 s, too long for a fault to outlast it).
+ * Contention factory whose every acquisition gets `config.ttl` (the shared worker asks for 5 s,
+ * too long for a fault to outlast it).
  */
-export default async function shortTtlLocker(config: {
-  urls: readonly string[];
-  ttl: number;
-  deployment: DeploymentName;
-}): Promise<WorkerLocker> {
-  const clients = config.urls.map((url) => new Redis(url));
-  const inner = deployment(config.deployment).create(clients);
+export default async function shortTtlLocker(config: { url: string; ttl: number }): Promise<WorkerLocker> {
+  const redis = new Redis(config.url);
+  const inner = createLocker({ redis });
   const locker: Locker = {
     acquire: (key, options) => inner.acquire(key, { ...options, ttl: config.ttl }),
     tryAcquire: (key, options) => inner.tryAcquire(key, { ...options, ttl: config.ttl }),
@@ -27,7 +22,7 @@ export default async function shortTtlLocker(config: {
     locker,
     async close() {
       await inner.close();
-      for (const client of clients) client.disconnect();
+      redis.disconnect();
     },
   };
 }
