@@ -21,8 +21,9 @@ describe('holds never unlocked', () => {
   it('a hold left to its lease is forgotten once its lease ran out, and its thread holds nothing', async () => {
     const client = new ClientCore({ redis: setup.redis });
     onTestFinished(() => client.close());
+    // Leases long enough that none ends while the 20 are taken on a loaded machine (100 ms did).
     for (let thread = 1; thread <= 20; thread += 1) {
-      await client.acquire('lock', `dedupe:${thread}`, { thread, lease: 100, wait: 0 });
+      await client.acquire('lock', `dedupe:${thread}`, { thread, lease: 1_000, wait: 0 });
     }
     expect(kept(client)).toBe(20);
     await waitFor('every hold forgotten once its lease ran out', async () => kept(client) === 0, {

@@ -122,6 +122,9 @@ interface Request {
   readonly signal: AbortSignal | undefined;
 }
 
+/** Whose grant an undo gives back: a request's, or a hold's. */
+type Holder = Pick<Request, 'resource' | 'owner'>;
+
 /** What an acquisition's options decide, checked: `explicit` is the owner the caller gave. */
 interface Settings extends Pick<Request, 'ttl' | 'wait' | 'renew' | 'retry' | 'signal'> {
   readonly explicit: string | undefined;
@@ -732,11 +735,11 @@ class Engine implements Locker {
    * never fails the caller. Undone as that attempt's where the backend can (a re-entry's undo must
    * not take off the outer hold on a RedLock master the attempt never reached), else released.
    */
-  private undo(request: Request, token: string, context: AttemptContext): Promise<void> {
+  private undo(request: Holder, token: string, context: AttemptContext): Promise<void> {
     return this.background(this.backendUndo(request, token, context));
   }
 
-  private backendUndo(request: Request, token: string, context: AttemptContext): Promise<unknown> {
+  private backendUndo(request: Holder, token: string, context: AttemptContext): Promise<unknown> {
     const { resource, owner } = request;
     return this.backend.undo
       ? this.backend.undo(resource, owner, token, context)
@@ -832,7 +835,7 @@ class Engine implements Locker {
           const { unusable } = attempt;
           if (unusable === undefined && !signal.aborted && this.clock() < sentAt + attempt.validity) {
             call.acquired = true;
-            return this.grant(request, attempt, sentAt, started, attempts, handoff, call);
+            return this.grant(request, attempt, sentAt, started, attempts, handoff, call, context);
           }
           await this.undo(request, attempt.token, context);
           if (signal.aborted) throw signal.reason;
@@ -993,6 +996,7 @@ class Engine implements Locker {
     attempts: number,
     handoff: boolean,
     call: AcquireCall,
+    context?: AttemptContext,
   ): Lock {
     const id = request.fresh || request.enclosing ? undefined : holdId(request.resource, request.owner);
     const existing = id === undefined ? request.enclosing : this.named.get(id);
@@ -1041,7 +1045,14 @@ class Engine implements Locker {
       attempts,
       handoff,
     }));
-    return new LockHandle(this, hold, reply.fence, reply.holds, request.renew);
+    // An owner that is not fresh may have the key again by the time this hold is lost: the loss
+    // gives this handle's count back by its attempt alone (see `lose`), where the format can.
+    const undone = !hold.fresh && this.backend.undo && this.backend.protocol.undo ? context : undefined;
+    if (undone) {
+      hold.unreleased ??= new Set();
+      hold.unreleased.add(undone);
+    }
+    return new LockHandle(this, hold, reply.fence, reply.holds, request.renew, undone);
   }
 
   /**
@@ -1071,6 +1082,15 @@ class Engine implements Locker {
     const options = cause === undefined ? undefined : { cause: callerKeyed(cause, hold) };
     hold.lose(new LockLostError(hold.key, reason, options));
     this.forget(hold);
+    // Redis may still count the handles not released (the new master got the hold, or the lease
+    // outlived our clock), and by the owner's name they would stay: its next acquisition would
+    // re-enter them and renew them. Each is undone by its attempt, which takes off a count only
+    // where that attempt added it in the key's current life, never one the owner took since.
+    // `close()` released them.
+    if (hold.unreleased && reason !== 'closed') {
+      for (const context of hold.unreleased) this.undo(hold, hold.token, { ...context, ended: true });
+      hold.unreleased = undefined;
+    }
     this.emit('lost', hold, () => ({ reason, error: hold.lost! }));
   }
 

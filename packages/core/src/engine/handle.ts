@@ -1,6 +1,6 @@
 import { type InspectOptions, inspect } from 'node:util';
 import { NotOwnerError } from '../errors.js';
-import type { ReleaseReply } from '../protocol.js';
+import type { AttemptContext, ReleaseReply } from '../protocol.js';
 import type { Lock } from '../types.js';
 import type { Hold } from './hold.js';
 
@@ -36,6 +36,8 @@ export class LockHandle implements Lock {
     readonly holds: number,
     /** It asked for renewal, and its release has not been called yet. */
     private renews: boolean,
+    /** The attempt that granted it, while the hold keeps it for an undo at a loss (`Hold.unreleased`). */
+    private readonly attempt?: AttemptContext,
   ) {}
 
   get key(): string {
@@ -85,6 +87,9 @@ export class LockHandle implements Lock {
   release(): Promise<ReleaseReply> {
     if (!this.releasing) {
       const first = this.releaseId === undefined;
+      // Its release may land, even one that fails: a loss must not undo its attempt as well, which
+      // would take off a second count, another handle's.
+      if (first && this.attempt) this.hold.unreleased?.delete(this.attempt);
       this.releaseId ??= this.engine.releaseId();
       const releasing = this.engine.release(this.hold, this.releaseId, this.renews, first);
       this.renews = false;

@@ -1,5 +1,5 @@
 import type { LockLostError } from '../errors.js';
-import type { ReleaseReply } from '../protocol.js';
+import type { AttemptContext, ReleaseReply } from '../protocol.js';
 
 /** Holds made by this process so far: each hold's `number`. */
 let made = 0;
@@ -46,6 +46,11 @@ export class Hold {
   fresh = false;
   /** A release given up on landed after all and ended the hold: a retry of it reports nothing again. */
   endedLate = false;
+  /**
+   * The attempts that granted its handles whose release was never called, for an owner that is
+   * not fresh: a loss undoes each (see `Engine.lose`). Made on the first such handle.
+   */
+  unreleased: Set<AttemptContext> | undefined;
 
   constructor(
     readonly key: string,

@@ -1,6 +1,7 @@
-import { createLocker, LockLostError } from '@lock/core';
+import { createLocker } from '@lock/core';
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
+import { deployment } from '../support/deployments.js';
 
 // A hold the engine gave up (its master changed, its lease ran out by our clock, its renewals
 // failed) may still be in Redis: its release is still sent, by the owner's name, so the key is
@@ -68,19 +69,60 @@ it('does not release a lost hold whose owner name a re-entry granted afresh now 
   await observer.close();
 });
 
-it("sends nothing for an explicit owner's lost hold: the name may be another handle's too", async () => {
+it.each([deployment('token'), deployment('legacy ms')])(
+  "gives back an explicit owner's lost hold by its attempt: the owner's next hold is then its only count ($name)",
+  async (target) => {
+    await using server = await startRedis({ persistence: true });
+    const locker = target.create([server.client()]);
+    const observer = target.create([server.client()]);
+    const lock = await locker.acquire('k', { ttl: 60_000, owner: 'job-42' });
+
+    await server.restart();
+    await waitFor('the hold to be lost', async () => lock.signal.aborted, { timeout: 10_000 });
+    expect(lock.signal.reason).toEqual(
+      expect.objectContaining({ name: 'LockLostError', reason: 'failover' }),
+    );
+    expect(await lock.release()).toBe('not-owner');
+
+    // The same owner locks again (a Redisson thread does): whether its attempt lands before or after
+    // the lost hold's undo, its release frees the key, which the lost count would keep for 60 s.
+    const again = await locker.acquire('k', { ttl: 60_000, owner: 'job-42' });
+    await again.release();
+    await waitFor('the key to be freed', async () => !(await observer.isLocked('k')), { timeout: 5_000 });
+    await locker.close();
+    await observer.close();
+  },
+);
+
+it("undoes only a lost explicit hold's handles not released: a count taken under the name since stays", async () => {
   await using server = await startRedis({ persistence: true });
-  const locker = createLocker({ redis: server.client() });
+  await using proxied = await proxiedClient(server);
+  const locker = createLocker({ redis: proxied.redis });
   const observer = createLocker({ redis: server.client() });
-  const lock = await locker.acquire('k', { ttl: 30_000, owner: 'job-42' });
+  const outer = await locker.acquire('k', { ttl: 60_000, owner: 'job-42' });
+  const inner = await locker.acquire('k', { ttl: 60_000, owner: 'job-42' });
+  expect(await inner.release()).toBe('held');
 
+  // The locker hears of the restart only once the proxy passes again: meanwhile another locker
+  // takes the key under the same name, counted beside the outer hold the appendonly file kept.
+  proxied.proxy.blackhole();
   await server.restart();
-  await waitFor('the hold to be lost', async () => lock.signal.aborted, { timeout: 10_000 });
-  expect(lock.signal.reason).toBeInstanceOf(LockLostError);
-
-  expect(await lock.release()).toBe('not-owner');
+  // Its first lock learns the new master's stamp (a grant it finds stamped by another master is
+  // undone and tried again): then it takes the key in one attempt.
+  const other = createLocker({ redis: server.client() });
+  await (await other.acquire('warm-up')).release();
+  const taken = await other.acquire('k', { ttl: 60_000, owner: 'job-42' });
+  expect(taken.holds).toBe(2);
+  proxied.proxy.pass();
+  await waitFor('the outer hold to be lost', async () => outer.signal.aborted, { timeout: 10_000 });
+  // close() waits for the lost hold's undo.
   await locker.close();
-  expect((await observer.inspect('k')).owner).toBe('job-42');
+
+  // The outer hold's count went; the inner one's was released already; the other locker's stays.
+  expect(await observer.tryAcquire('k')).toBeNull();
+  expect(await taken.release()).toBe('released');
+  expect(await observer.isLocked('k')).toBe(false);
+  await other.close();
   await observer.close();
 });
 
