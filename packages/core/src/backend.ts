@@ -87,6 +87,14 @@ export interface LockBackend {
    */
   readonly acquireAllowance?: number;
   /**
+   * How many times the one connection that carries its acquisitions has closed (a client that
+   * reconnects, resending or dropping the commands it had not had answered): while this has not
+   * moved, that connection answers in order. Only a backend on one connection has it (not on a
+   * cluster, nor RedLock): the engine then sends no attempt of a call behind one of its own still
+   * unanswered on it. Default: none (every attempt is sent).
+   */
+  readonly connectionCloses?: number;
+  /**
    * Why the backend's connection is down, while it is: the client's last connection error (a
    * refused connect, an unknown host, a refused login), holding no command or its arguments. The
    * engine reads it when a call got no answer and names it in the `LockUnavailableError`

@@ -114,6 +114,9 @@ export function singleBackend(
     get acquireAllowance() {
       return replication.allowance();
     },
+    get connectionCloses() {
+      return cluster ? undefined : connection.closes;
+    },
     get connectionError() {
       return connection.error;
     },

@@ -329,19 +329,23 @@ class Engine implements Locker {
     for (const hold of held) this.lose(hold, 'closed');
     // The handles nobody had released by now, counted after the losses: a release already called
     // sends its own, including one an abort listener just called (close() must not send it too).
-    const unreleased = held.map((hold) => hold.handles);
+    // Each is named: a copy resent after a lost reply must not take off a second count, which may
+    // be another locker's hold of the same explicit owner; so is a release that failed, by its own
+    // id, as it may have landed.
+    const releaseIds = held.map((hold) => {
+      const failed = [...(hold.failedReleases ?? [])];
+      return [...failed, ...Array.from({ length: hold.handles - failed.length }, () => this.releaseId())];
+    });
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled([
       // An attempt in flight may take its allowance (WAIT) as well before its grant is undone.
       withDeadline(this.drain(), this.timeout + (this.backend.acquireAllowance ?? 0)),
       ...held.map((hold, i) =>
         hold.serial(async () => {
-          // Each named: a copy resent after a lost reply must not take off a second count, which
-          // may be another locker's hold of the same explicit owner.
           const releases = await Promise.allSettled(
-            Array.from({ length: unreleased[i]! }, () =>
+            releaseIds[i]!.map((id) =>
               withDeadline(
-                this.backend.release(hold.resource, hold.owner, hold.token, undefined, this.releaseId()),
+                this.backend.release(hold.resource, hold.owner, hold.token, undefined, id),
                 this.timeout,
               ),
             ),
@@ -469,6 +473,7 @@ class Engine implements Locker {
    */
   release(hold: Hold, id: string, renews: boolean, first: boolean): Promise<ReleaseReply> {
     hold.handles -= 1;
+    hold.failedReleases?.delete(id);
     if (renews) hold.renewers -= 1;
     // `close()` releases the handles not released before it, not this one.
     const beforeClose = !this.closing.signal.aborted;
@@ -479,6 +484,8 @@ class Engine implements Locker {
         result = await this.releaseReply(hold, id, beforeClose, calledAt, first);
       } catch (failure) {
         hold.handles += 1;
+        hold.failedReleases ??= new Set();
+        hold.failedReleases.add(id);
         const error = callerKeyed(redacted(failure), hold);
         this.emitRelease(hold, 'error', error);
         throw unavailableOn(this.backend, error, hold.key, 'release');
@@ -686,7 +693,26 @@ class Engine implements Locker {
     timeout: number,
     signal: AbortSignal | undefined,
   ): Promise<BackendAttempt> {
-    const sent = this.backend.acquire(request.resource, request.owner, request.ttl, context);
+    let givenUp = false;
+    let fired: Promise<BackendAttempt> | undefined;
+    let firedOn: number | undefined;
+    const fire = () => {
+      firedOn = this.backend.connectionCloses;
+      fired = this.backend.acquire(request.resource, request.owner, request.ttl, context);
+      return fired;
+    };
+    // One attempt of a call on the wire at a time, on a backend of one connection. Behind one
+    // still unanswered, a new attempt would be answered only after it (a connection answers in
+    // order): it would win nothing, and against a frozen server each retry would add a command
+    // that ioredis keeps until the server answers, then runs with the others. This one waits its
+    // deadline for that answer instead, and is sent only if the answer comes in time. Not once
+    // that connection has closed: the client resent the attempt first, or dropped it for good.
+    const behind = call.unanswered !== undefined && call.unansweredOn === this.backend.connectionCloses;
+    const sent = behind
+      ? new Promise<void>((resolve) => {
+          call.answered = resolve;
+        }).then(() => (givenUp ? NOT_SENT : fire()))
+      : fire();
     return withDeadline(
       sent,
       timeout + (this.backend.acquireAllowance ?? 0),
@@ -701,7 +727,9 @@ class Engine implements Locker {
       // the call's cleanup goes after it. For one more command timeout at most: a client that
       // drops unanswered commands (`autoResendUnfulfilledCommands: false`) never settles them.
       () => {
+        givenUp = true;
         call.givenUp = this.background(sent);
+        if (fired && firedOn !== undefined) awaitAnswer(call, fired, firedOn);
       },
       request.fresh ? signal : undefined,
     );
@@ -778,6 +806,9 @@ class Engine implements Locker {
       leaving: false,
       lateUndos: undefined,
       hold: undefined,
+      unanswered: undefined,
+      unansweredOn: undefined,
+      answered: undefined,
     };
     const lateGrant = (undo: () => Promise<unknown>) => this.lateGrant(request, call, undo);
     // Only a call that may wait is ever taken out of the queue: a single try needs no check.
@@ -1119,6 +1150,26 @@ class Engine implements Locker {
 
 type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
 
+/** What an attempt never sent answers: a refusal with no TTL known. */
+const NOT_SENT: BackendAttempt = { acquired: false, remaining: -1 };
+
+/**
+ * Notes `attempt`, given up on, as the call's attempt on the wire (sent when the backend's
+ * connection had closed `closes` times) until it is answered; then wakes the attempt waiting behind it.
+ */
+function awaitAnswer(call: AcquireCall, attempt: Promise<BackendAttempt>, closes: number): void {
+  call.unanswered = attempt;
+  call.unansweredOn = closes;
+  const answered = () => {
+    if (call.unanswered !== attempt) return;
+    call.unanswered = undefined;
+    const wake = call.answered;
+    call.answered = undefined;
+    wake?.();
+  };
+  attempt.then(answered, answered);
+}
+
 /**
  * The loss Redis showed once a critical section that held its lock to the end was over: its
  * release, or a renewal it waited behind, found the key deleted or another owner's. A loss the
@@ -1180,6 +1231,12 @@ interface AcquireCall {
   lateUndos: (() => Promise<unknown>)[] | undefined;
   /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
   hold: Hold | undefined;
+  /** An attempt given up on that Redis has not answered yet (see `send`). */
+  unanswered: Promise<BackendAttempt> | undefined;
+  /** The backend's `connectionCloses` when `unanswered` was sent. */
+  unansweredOn: number | undefined;
+  /** Wakes the attempt waiting for `unanswered`'s answer; only the latest one waits. */
+  answered: (() => void) | undefined;
 }
 
 /**

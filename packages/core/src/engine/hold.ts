@@ -51,6 +51,11 @@ export class Hold {
    * not fresh: a loss undoes each (see `Engine.lose`). Made on the first such handle.
    */
   unreleased: Set<AttemptContext> | undefined;
+  /**
+   * The ids of releases Redis did not answer, whose handles count again until retried: they may
+   * have landed, so `close()` sends each again under its own id, which a format applies once.
+   */
+  failedReleases: Set<string> | undefined;
 
   constructor(
     readonly key: string,
