@@ -118,7 +118,7 @@ export interface LockBackend {
   abandon?(resource: string, owner: string, context?: AttemptContext): Promise<void>;
   /**
    * Passes `LockProtocol.release` on; `handedOn` as there (backends whose grants need more than
-   * one server never call it), `id` as there; `witness`, when given, is told whether a
+   * one server never call it), `id` and `attempt` as there; `witness`, when given, is told whether a
    * `'not-owner'` answer is Redis's word (see `ReleaseWitness`).
    */
   release(
@@ -128,6 +128,7 @@ export interface LockBackend {
     handedOn?: (grant: HandedGrant) => void,
     id?: string,
     witness?: ReleaseWitness,
+    attempt?: string,
   ): Promise<ReleaseReply>;
   /**
    * Gives back the grant of the attempt made with `context` that will not be used (it came back

@@ -208,7 +208,9 @@ export interface LockProtocol {
    * whose release may write the lock for a queued waiter (a direct grant, see `grantIn`) calls
    * `handedOn` with it before answering, so a waiter of the same client need not wait for the
    * message. `id` names this release, the same on every retry of it: a format that counts
-   * re-entrant holds applies a release of one id once, however often it is sent. Default: none.
+   * re-entrant holds applies a release of one id once, however often it is sent. `attempt`, when
+   * the engine knows it, is the acquire attempt (`AttemptContext.attempt`) that took the hold
+   * given back: a format that lists an owner's attempts for `undo` may take it out. Default: none.
    */
   release(
     redis: RedisClient,
@@ -217,6 +219,7 @@ export interface LockProtocol {
     token: string,
     handedOn?: (grant: HandedGrant) => void,
     id?: string,
+    attempt?: string,
   ): Promise<ReleaseReply>;
   /**
    * Undo of acquire attempt `attempt` (`AttemptContext.attempt`) of an owner that is not fresh:

@@ -63,8 +63,9 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     token: string,
     _handedOn?: unknown,
     id?: string,
+    attempt?: string,
   ): Promise<ReleaseReply> {
-    return this.unlock(redis, resource, owner, leaseOf(token), id);
+    return this.unlock(redis, resource, owner, leaseOf(token), id, attempt);
   }
 
   async extend(
@@ -106,15 +107,20 @@ export abstract class HashLockProtocol implements RedissonProtocol {
   /** The keys and arguments of one unlock of `owner`; `lease` is what a partial unlock re-applies. */
   protected abstract unlockCall(resource: string, owner: string, lease: number, publish: string): UnlockCall;
 
-  /** One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease). */
+  /**
+   * One unlock as Java's: `lease` is what a partial unlock re-applies (the hold's last lease);
+   * `attempt`, the attempt that took the hold given back, leaves the field's attempt latches with
+   * it (see attempt.lua).
+   */
   unlock(
     redis: RedisClient,
     resource: string,
     owner: string,
     lease: number,
     requestId?: string,
+    attempt = '',
   ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, this.unlockScripts.release, resource, owner, lease, requestId);
+    return this.sendUnlock(redis, this.unlockScripts.release, resource, owner, lease, requestId, [attempt]);
   }
 
   /**

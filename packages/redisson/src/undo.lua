@@ -11,24 +11,20 @@
   in the lock's current life: its latch must be in the field's attempt list (attempt.lua,
   prefixed). By the time the grant came back its lease may have ended and the thread taken the
   lock again; the list ended with the old life, or was cut to the new holds by the new attempt,
-  so the new hold is left alone. The latch is taken out only once the hold is, so that a copy of
-  the undo finds nothing: the unlock may stop having written nothing (the RLock's needs the fair
-  queue's keys, or the ACL refuses its message), and a retry must still find the latch. A last
-  hold's latch goes with the list. Answers as `unlock`; 0 (nothing written) when the attempt
-  counted no hold the field still has, nil when it has none.
+  so the new hold is left alone. The unlock takes the latch out with the hold (`forgetAttempt`,
+  the attempt id being where a release passes the one it gives back), so that a copy of the undo
+  finds nothing; one that stops having written nothing (the RLock's needs the fair queue's keys,
+  or the ACL refuses its message) leaves it for a retry. A last hold's latch goes with the list.
+  Answers as `unlock`; 0 (nothing written) when the attempt counted no hold the field still has,
+  nil when it has none.
 ]]
 local function undoAttempt(latches, field, attempt, unlock)
   -- Before the unlock runs: the write lock's publishes even when the lock is gone.
   if redis.call('hexists', KEYS[1], field) == 0 then
     return nil
   end
-  local applied = appliedAttempt(latches, attempt)
-  if not applied then
+  if not appliedAttempt(latches, attempt) then
     return 0
   end
-  local outcome = unlock()
-  if outcome == 0 then
-    redis.call('lrem', latches, 1, applied)
-  end
-  return outcome
+  return unlock()
 end

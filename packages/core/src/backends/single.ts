@@ -216,10 +216,10 @@ export function singleBackend(
       await protocol.abandon?.(redis, resource, owner, context);
     },
 
-    async release(resource, owner, token, handedOn, id, witness) {
+    async release(resource, owner, token, handedOn, id, witness, attempt) {
       const closes = connection.closes;
       const reply = await stamped(resource, () =>
-        protocol.release(redis, resource, owner, token, handedOn, id),
+        protocol.release(redis, resource, owner, token, handedOn, id, attempt),
       );
       if (witness) witness.ranOnce = connection.closes === closes;
       return reply;

@@ -334,7 +334,9 @@ class Engine implements Locker {
     // id, as it may have landed.
     const releaseIds = held.map((hold) => {
       const failed = [...(hold.failedReleases ?? [])];
-      return [...failed, ...Array.from({ length: hold.handles - failed.length }, () => this.releaseId())];
+      const fresh = Array.from({ length: hold.handles - failed.length }, () => this.releaseId());
+      // One whose late answer came landed: sent again, it could free the key someone took since.
+      return [...failed.filter((id) => hold.lateRelease(id) === undefined), ...fresh];
     });
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled([
@@ -471,7 +473,13 @@ class Engine implements Locker {
    * the hold renewed meanwhile (`renews`: it asked for renewal, and this is its first release
    * call), so with no other renewing handle the lock ends by its lease at the latest.
    */
-  release(hold: Hold, id: string, renews: boolean, first: boolean): Promise<ReleaseReply> {
+  release(
+    hold: Hold,
+    id: string,
+    renews: boolean,
+    first: boolean,
+    attempt?: AttemptContext,
+  ): Promise<ReleaseReply> {
     hold.handles -= 1;
     hold.failedReleases?.delete(id);
     if (renews) hold.renewers -= 1;
@@ -481,7 +489,7 @@ class Engine implements Locker {
     return hold.serial(async () => {
       let result: ReleaseReply;
       try {
-        result = await this.releaseReply(hold, id, beforeClose, calledAt, first);
+        result = await this.releaseReply(hold, id, beforeClose, calledAt, first, attempt);
       } catch (failure) {
         hold.handles += 1;
         hold.failedReleases ??= new Set();
@@ -510,6 +518,7 @@ class Engine implements Locker {
     beforeClose: boolean,
     calledAt: number,
     first: boolean,
+    attempt: AttemptContext | undefined,
   ): Promise<ReleaseReply> {
     const closed = hold.closedRelease;
     if (hold.lost?.reason === 'closed' && !beforeClose && closed) {
@@ -532,6 +541,10 @@ class Engine implements Locker {
     if (landed) return landed;
     const timeout = this.timeLeft(calledAt);
     const witness: ReleaseWitness = { ranOnce: false };
+    // From now on this release may land, even if it fails: a loss must not undo its attempt as
+    // well, which would take off a second count. Until now (waiting its turn behind a renewal), a
+    // loss undoes it, and this release then sends nothing.
+    if (attempt) hold.unreleased?.delete(attempt);
     const result = await withDeadline(
       this.backend.release(
         hold.resource,
@@ -540,6 +553,7 @@ class Engine implements Locker {
         (grant) => this.queues?.handOver(hold.resource, grant),
         id,
         witness,
+        attempt?.attempt,
       ),
       timeout,
       (late) => {
@@ -709,9 +723,7 @@ class Engine implements Locker {
     // that connection has closed: the client resent the attempt first, or dropped it for good.
     const behind = call.unanswered !== undefined && call.unansweredOn === this.backend.connectionCloses;
     const sent = behind
-      ? new Promise<void>((resolve) => {
-          call.answered = resolve;
-        }).then(() => (givenUp ? NOT_SENT : fire()))
+      ? call.unanswered!.then(noop, noop).then(() => (givenUp ? NOT_SENT : fire()))
       : fire();
     return withDeadline(
       sent,
@@ -808,7 +820,6 @@ class Engine implements Locker {
       hold: undefined,
       unanswered: undefined,
       unansweredOn: undefined,
-      answered: undefined,
     };
     const lateGrant = (undo: () => Promise<unknown>) => this.lateGrant(request, call, undo);
     // Only a call that may wait is ever taken out of the queue: a single try needs no check.
@@ -1078,7 +1089,10 @@ class Engine implements Locker {
     }));
     // An owner that is not fresh may have the key again by the time this hold is lost: the loss
     // gives this handle's count back by its attempt alone (see `lose`), where the format can.
-    const undone = !hold.fresh && this.backend.undo && this.backend.protocol.undo ? context : undefined;
+    const undone =
+      context && !hold.fresh && this.backend.undo && this.backend.protocol.undo
+        ? undoContext(context)
+        : undefined;
     if (undone) {
       hold.unreleased ??= new Set();
       hold.unreleased.add(undone);
@@ -1155,19 +1169,22 @@ const NOT_SENT: BackendAttempt = { acquired: false, remaining: -1 };
 
 /**
  * Notes `attempt`, given up on, as the call's attempt on the wire (sent when the backend's
- * connection had closed `closes` times) until it is answered; then wakes the attempt waiting behind it.
+ * connection had closed `closes` times) until it is answered.
  */
 function awaitAnswer(call: AcquireCall, attempt: Promise<BackendAttempt>, closes: number): void {
   call.unanswered = attempt;
   call.unansweredOn = closes;
   const answered = () => {
-    if (call.unanswered !== attempt) return;
-    call.unanswered = undefined;
-    const wake = call.answered;
-    call.answered = undefined;
-    wake?.();
+    if (call.unanswered === attempt) call.unanswered = undefined;
   };
   attempt.then(answered, answered);
+}
+
+function noop(): void {}
+
+/** What an undo at a loss needs of the attempt that granted a handle: not its closures, which hold its call. */
+function undoContext({ wait, queueLease, attempt }: AttemptContext): AttemptContext {
+  return { wait, queueLease, attempt };
 }
 
 /**
@@ -1235,8 +1252,6 @@ interface AcquireCall {
   unanswered: Promise<BackendAttempt> | undefined;
   /** The backend's `connectionCloses` when `unanswered` was sent. */
   unansweredOn: number | undefined;
-  /** Wakes the attempt waiting for `unanswered`'s answer; only the latest one waits. */
-  answered: (() => void) | undefined;
 }
 
 /**

@@ -17,9 +17,16 @@ export interface HoldOwner {
   /**
    * Gives up one handle of `hold`; `id` names this handle's release, the same on every retry.
    * `renews`: the handle asked for renewal, and this is its first release call. `first`: this is
-   * its first release call (no earlier one, unanswered, may have landed since).
+   * its first release call (no earlier one, unanswered, may have landed since). `attempt`: the
+   * acquire attempt that granted the handle, when the hold keeps it (`Hold.unreleased`).
    */
-  release(hold: Hold, id: string, renews: boolean, first: boolean): Promise<ReleaseReply>;
+  release(
+    hold: Hold,
+    id: string,
+    renews: boolean,
+    first: boolean,
+    attempt?: AttemptContext,
+  ): Promise<ReleaseReply>;
 }
 
 /** One acquisition. Re-entrant acquisitions of one owner share a `Hold`, each with its own handle. */
@@ -87,11 +94,8 @@ export class LockHandle implements Lock {
   release(): Promise<ReleaseReply> {
     if (!this.releasing) {
       const first = this.releaseId === undefined;
-      // Its release may land, even one that fails: a loss must not undo its attempt as well, which
-      // would take off a second count, another handle's.
-      if (first && this.attempt) this.hold.unreleased?.delete(this.attempt);
       this.releaseId ??= this.engine.releaseId();
-      const releasing = this.engine.release(this.hold, this.releaseId, this.renews, first);
+      const releasing = this.engine.release(this.hold, this.releaseId, this.renews, first, this.attempt);
       this.renews = false;
       this.releasing = releasing;
       releasing.catch(() => {

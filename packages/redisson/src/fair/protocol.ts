@@ -182,6 +182,7 @@ export class FairLockProtocol extends RLockProtocol {
     owner: string,
     lease: number,
     requestId?: string,
+    attempt = '',
   ): Promise<ReleaseReply> {
     const publish = await publishCommand(redis);
     return unlockWithLatch(
@@ -191,6 +192,8 @@ export class FairLockProtocol extends RLockProtocol {
       freeingKeys(resource, owner),
       [UNLOCK_MESSAGE, lease, owner, this.now(), publish],
       requestId,
+      undefined,
+      [attempt],
     );
   }
 

@@ -21,7 +21,9 @@
   ARGV[3] owner field
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] "publish" or "spublish"
-  ARGV[6] latch lifetime in ms
+  ARGV[6] the id of the attempt that took the hold given back, taken out of the owner's attempt
+          latches by a partial unlock (see attempt.lua, prefixed); '' when unknown
+  ARGV[7] latch lifetime in ms
 
   Returns 1 freed (or already free), 0 still held by this owner, nil when held by another.
 ]]
@@ -44,11 +46,12 @@ if redis.call('exists', lock) == 1 then
     local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
     redis.call('pexpire', lock, ttl)
     keepAttempts(KEYS[5], ttl)
-    redis.call('set', KEYS[6], 0, 'px', ARGV[6])
+    forgetAttempt(KEYS[5], ARGV[6])
+    redis.call('set', KEYS[6], 0, 'px', ARGV[7])
     return 0
   end
 end
 wakeHead(queue, deadlines, dead, head, ARGV[5], KEYS[4], ARGV[1])
 redis.call('del', lock, KEYS[5])
-redis.call('set', KEYS[6], 1, 'px', ARGV[6])
+redis.call('set', KEYS[6], 1, 'px', ARGV[7])
 return 1

@@ -39,6 +39,8 @@
   ARGV[3] owner field
   ARGV[4] "publish" or "spublish"
   ARGV[5] with KEYS[4]: the caller's clock, epoch ms (the fair waiters' deadlines are in theirs)
+  ARGV[#ARGV - 1] the id of the attempt that took the hold given back, taken out of the owner's
+          attempt latches by a partial unlock (see attempt.lua); '' when unknown
   ARGV[#ARGV] latch lifetime in ms
 
   Returns 1 freed, 0 still held by this owner, nil when this owner holds nothing, -1 (nothing
@@ -66,6 +68,7 @@ if holds > 1 then
   local ttl = kept or math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
   redis.call('hincrby', lock, ARGV[3], -1)
   redis.call('pexpire', lock, ttl)
+  forgetAttempt(KEYS[3], ARGV[#ARGV - 1])
   if kept then
     -- The one hold left is the kept grant: the latches end with it, not with the re-entry's lease.
     redis.call('pexpire', KEYS[3], ttl)

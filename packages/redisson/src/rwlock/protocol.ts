@@ -30,7 +30,7 @@ import writeReleaseLua from './write-release.lua';
 import writeUndoLua from './write-undo.lua';
 
 const readAcquireScript = new AcquireScript(readAcquireLua);
-const readReleaseScript = new LuaScript(readReleaseLua);
+const readReleaseScript = new LuaScript(attemptLua + readReleaseLua);
 const readRenewScript = new LuaScript(attemptLua + readRenewLua);
 const writeAcquireScript = new AcquireScript(writeAcquireLua);
 const writeReleaseScript = new LuaScript(attemptLua + writeReleaseLua);

@@ -22,7 +22,9 @@
   ARGV[1] unlock message ("0")
   ARGV[2] owner field
   ARGV[3] "publish" or "spublish"
-  ARGV[#ARGV] latch lifetime in ms (the undo passes the attempt id before it: see undo.lua)
+  ARGV[#ARGV - 1] the id of the attempt that took the hold given back, taken out of the reader's
+          attempt latches by a partial unlock (see attempt.lua, prefixed); '' when unknown
+  ARGV[#ARGV] latch lifetime in ms
 
   Returns 1 freed, 0 still held (by anyone), nil when this owner held no read lock.
 ]]
@@ -70,6 +72,7 @@ elseif left == 0 then
   redis.call('del', KEYS[6])
 else
   redis.call('hincrby', lock, owner, -1)
+  forgetAttempt(KEYS[6], ARGV[#ARGV - 1])
 end
 if left == 0 then
   redis.call('del', KEYS[5])

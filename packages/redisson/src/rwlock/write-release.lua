@@ -19,7 +19,9 @@
           prefixed to this script)
   ARGV[3] writer field "<uuid>:<thread>:write"
   ARGV[4] "publish" or "spublish"
-  ARGV[#ARGV] latch lifetime in ms (the undo passes the attempt id before it: see undo.lua)
+  ARGV[#ARGV - 1] the id of the attempt that took the hold given back, taken out of the writer's
+          attempt latches by a partial unlock (see attempt.lua); '' when unknown
+  ARGV[#ARGV] latch lifetime in ms
 
   Returns 1 freed or downgraded, 0 still write-held, nil when this writer held nothing.
 ]]
@@ -43,6 +45,7 @@ if holds > 1 then
   local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
   redis.call('pexpire', lock, ttl)
   keepAttempts(KEYS[3], ttl)
+  forgetAttempt(KEYS[3], ARGV[#ARGV - 1])
   redis.call('set', KEYS[4], 0, 'px', ARGV[#ARGV])
   return 0
 end
