@@ -171,6 +171,8 @@ class Engine implements Locker {
   private readonly named = new Map<string, Hold>();
   /** Undefined when the backend has no release messages (`listen`): waiters then poll. */
   private readonly queues: WaitQueues | undefined;
+  /** The backend undoes an attempt by its id alone (see `grant`): decided once, not per grant. */
+  private readonly undoesAttempts: boolean;
   private readonly watchdog: Watchdog;
   private readonly closing = new AbortController();
   /** What `close()` answers, from its first call on. */
@@ -214,6 +216,7 @@ class Engine implements Locker {
     this.ownerPrefix = given.id === undefined ? `${this.id}:` : `${this.id}:${randomUUID()}:`;
     const listen = backend.listen?.bind(backend);
     this.queues = listen ? new WaitQueues(backend.protocol, listen, this.clock) : undefined;
+    this.undoesAttempts = backend.undo !== undefined && backend.protocol.undo !== undefined;
     // Every call given a signal links it to this one while it runs: many such calls are normal.
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
@@ -378,12 +381,7 @@ class Engine implements Locker {
 
   /** Work nobody awaits (a cleanup): bounded by the command timeout, never failing, and waited for by `close()`. */
   private background(work: Promise<unknown>): Promise<void> {
-    return this.track(
-      withDeadline(work, this.timeout).then(
-        () => {},
-        () => {},
-      ),
-    );
+    return this.track(withDeadline(work, this.timeout).then(noop, noop));
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -1089,10 +1087,7 @@ class Engine implements Locker {
     }));
     // An owner that is not fresh may have the key again by the time this hold is lost: the loss
     // gives this handle's count back by its attempt alone (see `lose`), where the format can.
-    const undone =
-      context && !hold.fresh && this.backend.undo && this.backend.protocol.undo
-        ? undoContext(context)
-        : undefined;
+    const undone = context && !hold.fresh && this.undoesAttempts ? undoContext(context) : undefined;
     if (undone) {
       hold.unreleased ??= new Set();
       hold.unreleased.add(undone);
@@ -1133,7 +1128,7 @@ class Engine implements Locker {
     // where that attempt added it in the key's current life, never one the owner took since.
     // `close()` released them.
     if (hold.unreleased && reason !== 'closed') {
-      for (const context of hold.unreleased) this.undo(hold, hold.token, { ...context, ended: true });
+      for (const context of hold.unreleased) this.undo(hold, hold.token, context);
       hold.unreleased = undefined;
     }
     this.emit('lost', hold, () => ({ reason, error: hold.lost! }));
@@ -1182,9 +1177,12 @@ function awaitAnswer(call: AcquireCall, attempt: Promise<BackendAttempt>, closes
 
 function noop(): void {}
 
-/** What an undo at a loss needs of the attempt that granted a handle: not its closures, which hold its call. */
+/**
+ * What an undo at a loss needs of the attempt that granted a handle: not its closures, which hold
+ * its call. That call has ended (with the lock) by the time the undo goes.
+ */
 function undoContext({ wait, queueLease, attempt }: AttemptContext): AttemptContext {
-  return { wait, queueLease, attempt };
+  return { wait, queueLease, attempt, ended: true };
 }
 
 /**
