@@ -1,64 +1,87 @@
 import { fileURLToPath } from 'node:url';
 import { createLocker, LockUnavailableError } from '@lock/core';
-import { startRedis } from '@lock/testing';
+import { startMasters, startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
+import { keysWithoutTtl } from '../contract/keys.js';
+import { FENCE_COUNTERS } from '../contract/target.js';
 import { runContention } from '../support/contention.js';
+import { DEPLOYMENTS, type Deployment, lease } from '../support/deployments.js';
 import { checkHistory } from '../support/history.js';
+import { type Report, scriptCalls } from './support/short-ttl-factory.js';
 
 const TTL = 1_000;
 const PAUSE = 1_500;
+/** Workers x iterations: the full run for the default protocol, a smaller one for the others to bound suite time. */
+const size = (target: Deployment) =>
+  target.name === 'token' ? { workers: 8, iterations: 100 } : { workers: 4, iterations: 50 };
 
-it('S9: CLIENT PAUSE WRITE for 1.5x the ttl in the middle of 8x100: no overlap, exact witness, no grant during the pause', async () => {
-  await using locks = await startRedis();
-  // The witness lives on another server, so the pause stalls only the lock scripts.
-  await using witness = await startRedis();
-  const witnessClient = witness.client();
-  // Connected before the run: a connection made at the pause would move its start by however long
-  // connecting takes on a loaded machine, and the calls made just before it be granted meanwhile.
-  const pauser = locks.client();
-  await pauser.ping();
-  const run = runContention({
-    factory: fileURLToPath(new URL('./support/short-ttl-factory.ts', import.meta.url)),
-    config: { url: locks.url, ttl: TTL },
-    key: 'paused',
-    witnessUrl: witness.url,
-    witnessKey: 'witness',
-    workers: 8,
-    iterations: 100,
-  });
-  let failed: unknown;
-  run.catch((error: unknown) => {
-    failed = error;
-  });
-  // Mid-run: once about a third of the 800 critical sections are done.
-  for (;;) {
-    if (failed) throw failed;
-    const done = Number((await witnessClient.get('witness')) ?? '0');
-    if (done >= 250) break;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  const pauseSent = process.hrtime.bigint();
-  await pauser.call('CLIENT', 'PAUSE', PAUSE, 'WRITE');
-  const pauseAcknowledged = process.hrtime.bigint();
-  const intervals = await run;
+it.each(DEPLOYMENTS)(
+  'S9 ($name): CLIENT PAUSE WRITE on every master for 1.5x the ttl in the middle of the run: no overlap, exact witness, no grant during the pause',
+  async (target) => {
+    const { workers, iterations } = size(target);
+    const sections = workers * iterations;
+    await using locks = await startMasters(target.masters);
+    // The witness lives on another server, so the pause stalls only the lock scripts.
+    await using witness = await startRedis();
+    const witnessClient = witness.client();
+    const report: Report = { url: witness.url, key: 'report', workers };
+    // Connected before the run: a connection made at the pause would move its start by however long
+    // connecting takes on a loaded machine, and the calls made just before it be granted meanwhile.
+    const pausers = locks.clients();
+    await Promise.all(pausers.map((pauser) => pauser.ping()));
+    const run = runContention({
+      factory: fileURLToPath(new URL('./support/short-ttl-factory.ts', import.meta.url)),
+      config: { urls: locks.urls, ttl: lease(target, TTL), deployment: target.name, report },
+      key: 'paused',
+      witnessUrl: witness.url,
+      witnessKey: 'witness',
+      workers,
+      iterations,
+    });
+    let failed: unknown;
+    run.catch((error: unknown) => {
+      failed = error;
+    });
+    // Mid-run: once about a third of the sections are done (the workers begin together: see the factory).
+    for (;;) {
+      if (failed) throw failed;
+      const done = Number((await witnessClient.get('witness')) ?? '0');
+      if (done >= sections / 3) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const pauseSent = process.hrtime.bigint();
+    await Promise.all(pausers.map((pauser) => pauser.call('CLIENT', 'PAUSE', PAUSE, 'WRITE')));
+    const pauseAcknowledged = process.hrtime.bigint();
+    const intervals = await run;
 
-  expect(checkHistory(intervals)).toEqual({ overlaps: 0, fenceRegressions: 0, intervals: 800 });
-  expect(await witnessClient.get('witness')).toBe('800');
-  // The server paused somewhere between pauseSent and pauseAcknowledged and resumed no earlier
-  // than pauseSent + PAUSE. A call made after the pause was acknowledged sent all its attempts
-  // once the pause was on: Redis ran none of them before it ended, so none of its grants may start
-  // earlier. (Grants answered before the pause are left out: a worker may record one any time
-  // later on a loaded machine.)
-  const resumedFrom = pauseSent + BigInt(PAUSE) * 1_000_000n;
-  expect(intervals.filter((i) => i.requested === undefined)).toEqual([]);
-  const madeLater = intervals.filter((i) => i.requested! > pauseAcknowledged);
-  // 550 sections remain once the pause is on: many of their calls are made after it.
-  expect(madeLater).not.toEqual([]);
-  expect(madeLater.filter((i) => i.start < resumedFrom)).toEqual([]);
-  // The pause really hit the run: calls made before it were granted only once it ended.
-  const waitedItOut = intervals.filter((i) => i.requested! < pauseSent && i.start >= resumedFrom);
-  expect(waitedItOut).not.toEqual([]);
-}, 60_000);
+    expect(checkHistory(intervals)).toEqual({ overlaps: 0, fenceRegressions: 0, intervals: sections });
+    expect(await witnessClient.get('witness')).toBe(String(sections));
+    // Each server paused somewhere between pauseSent and pauseAcknowledged and resumed no earlier
+    // than pauseSent + PAUSE. A call made after the pause was acknowledged sent all its attempts
+    // once the pause was on: Redis ran none of them before it ended, so none of its grants may start
+    // earlier. (Grants answered before the pause are left out: a worker may record one any time
+    // later on a loaded machine.)
+    const resumedFrom = pauseSent + BigInt(PAUSE) * 1_000_000n;
+    expect(intervals.filter((i) => i.requested === undefined)).toEqual([]);
+    const madeLater = intervals.filter((i) => i.requested! > pauseAcknowledged);
+    // Two thirds of the sections remain once the pause is on: many of their calls are made after it.
+    expect(madeLater).not.toEqual([]);
+    expect(madeLater.filter((i) => i.start < resumedFrom)).toEqual([]);
+    // The pause really hit the run: no lock script sent while it was on was answered before it
+    // ended, and some script was held by it: sent while it was on, or sent before and answered
+    // only after it ended (a waiter's attempt or a release on the wire when it began: a call sends
+    // no other attempt behind one unanswered, so a run may send none while paused).
+    const calls = await scriptCalls(witnessClient, report);
+    const stalled = calls.filter((call) => call.sent > pauseAcknowledged && call.sent < resumedFrom);
+    expect(stalled.filter((call) => call.settled < resumedFrom)).toEqual([]);
+    const heldOver = calls.filter((call) => call.sent < pauseAcknowledged && call.settled >= resumedFrom);
+    expect([...stalled, ...heldOver]).not.toEqual([]);
+    // Nothing a stalled script or release left behind lacks a TTL, but fence counters and their stamps.
+    const untimed = (await Promise.all(pausers.map(keysWithoutTtl))).flat();
+    expect(untimed.filter((key) => !FENCE_COUNTERS.test(key))).toEqual([]);
+  },
+  60_000,
+);
 
 it('S9: an acquisition whose reply comes back after its validity ended is not handed out as held', async () => {
   await using server = await startRedis();

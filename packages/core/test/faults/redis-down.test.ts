@@ -117,7 +117,7 @@ describe('Redis cut off during the last attempt of a wait', () => {
     const redis = new Redis(proxy.redisOptions);
     redis.on('error', () => {});
     // Longer than the slack: one more command timeout after the wait would exceed the bound.
-    const commandTimeout = 10_000;
+    const commandTimeout = 6_000;
     const locker = createLocker({ redis, commandTimeout });
     await holder.acquire('k', { ttl: 800 });
     const started = performance.now();
