@@ -210,6 +210,25 @@ describe('legacy owner record', () => {
     expect(apart).toEqual([]);
   });
 
+  it('expires the record at the very ms its lock key does on a server without PEXPIRETIME (before Redis 7) too', async () => {
+    // Hidden from the scripts under another name, which only this test calls to read the expiries.
+    await using server = await startRedis({ config: { 'rename-command': 'PEXPIRETIME hidden-pexpiretime' } });
+    const redis = server.client();
+    const legacy = legacyProtocol();
+    await expect(redis.call('PEXPIRETIME', 'any')).rejects.toThrow(/unknown command/);
+    const apart: string[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      const key = `expiry:${i}`;
+      expect((await legacy.acquire(redis, key, 'a', 5_000)).acquired).toBe(true);
+      const [lock, record] = await Promise.all([
+        redis.call('hidden-pexpiretime', key),
+        redis.call('hidden-pexpiretime', `{${key}}:owner`),
+      ]);
+      if (lock !== record) apart.push(`${key}: ${lock} / ${record}`);
+    }
+    expect(apart).toEqual([]);
+  });
+
   it('falls back to relative TTLs on a server without PEXPIRETIME (before Redis 7): acquire, re-enter, extend and release still work', async () => {
     await using server = await startRedis({ config: { 'rename-command': 'PEXPIRETIME ""' } });
     const redis = server.client();

@@ -12,8 +12,10 @@
   Each command of a script reads the clock, Redis 7.0's included, so two relative TTLs set in one
   script differ by however long the server was held between them (preempted on a loaded host):
   Redis 7 tells the expiry itself (PEXPIRETIME), which is copied; it is compared with one ms of
-  tolerance, as records written by earlier versions may be that far off, and so are the TTLs
-  before Redis 7 (or for a user the ACL refuses PEXPIRETIME), each read at its own time.
+  tolerance, as records written by earlier versions may be that far off. Before Redis 7 (or for
+  a user the ACL refuses PEXPIRETIME) both keys are given one expiry, from one reading of TIME,
+  and two PTTLs read one after the other tell it apart from the key's by more than the time
+  between the two reads.
 
   `leaseLeft(record, owner)` answers the ms left of another owner's lease whose key a peer broke
   (see below), or nil.
@@ -30,12 +32,23 @@ local function expiryOf(key)
   return nil
 end
 
+local function serverMs()
+  local time = redis.call('time')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
 local function expireWith(record, lock, leaseMs)
+  -- First, so that the record expires even for a user the ACL refuses PEXPIREAT.
   redis.call('pexpire', record, leaseMs)
   local at = expiryOf(lock)
-  if at then
-    redis.pcall('pexpireat', record, at)
+  if not at then
+    -- The key's lease then starts when this runs, not at its SET: later by the few ms a held
+    -- server took in between, which the caller's validity, counted from before it sent the
+    -- script, never relied on.
+    at = serverMs() + leaseMs
+    redis.pcall('pexpireat', lock, at)
   end
+  redis.pcall('pexpireat', record, at)
 end
 
 local function describes(record, lock, pttl)
@@ -46,7 +59,12 @@ local function describes(record, lock, pttl)
   if at then
     return math.abs(expiryOf(record) - at) <= 1
   end
-  return math.abs(redis.call('pttl', record) - pttl) <= 1
+  -- The record's PTTL, read after the key's, falls short of it by the time between the two
+  -- reads when both expire at one ms; a ms either way for the reads' rounding.
+  local before = serverMs()
+  local left = redis.call('pttl', lock)
+  local gap = left - redis.call('pttl', record)
+  return left >= 0 and gap >= -1 and gap <= serverMs() - before + 1
 end
 
 -- The record, not the timestamp the caller last saw, says whose the key is: the owner's own
