@@ -11,10 +11,13 @@ import type { Locker } from '../../src/types.js';
 let masters: RedisMasters;
 let clients: Redis[];
 let locker: Locker;
+// Each call made while masters 1 and 2 are frozen waits this long for them; master 0 must answer
+// within it even on a loaded host, or the errors would count three masters timed out, not two.
+const nodeTimeout = 500;
 beforeAll(async () => {
   masters = await startMasters(3);
   clients = masters.clients();
-  locker = createRedlock({ clients, nodeTimeout: 100 });
+  locker = createRedlock({ clients, nodeTimeout });
 });
 afterAll(async () => {
   await locker.close();
@@ -68,7 +71,9 @@ describe('RedLock errors', () => {
   });
 
   it("name the caller's key as the cause of a lock lost to failed renewals", async () => {
-    const holder = await locker.acquire('rl:renewed', { ttl: 600, renew: true });
+    // Renewed a third of the way in, the renewal fails within two rounds of nodeTimeout, well
+    // before the lease ends: one still unanswered by then would make the loss 'expired'.
+    const holder = await locker.acquire('rl:renewed', { ttl: 3_000, renew: true });
     const lost = new Promise<unknown>((resolve) =>
       holder.signal.addEventListener('abort', () => resolve(holder.signal.reason), { once: true }),
     );
@@ -80,7 +85,9 @@ describe('RedLock errors', () => {
   });
 
   it("name the caller's key over the quorum backend in an engine of one's own, events included", async () => {
-    const engine = createEngine(quorumBackend({ clients, nodeTimeout: 100 }), { prefix: 'app:' });
+    const backend = quorumBackend({ clients, nodeTimeout });
+    // As createRedlock does: the engine's own default (500 ms) would end a call before its rounds.
+    const engine = createEngine(backend, { prefix: 'app:', commandTimeout: backend.callTimeout });
     const holder = await engine.acquire('own:1', { ttl: 5_000 });
     const events: ReleaseEvent[] = [];
     const onRelease = (event: unknown) => events.push(event as ReleaseEvent);

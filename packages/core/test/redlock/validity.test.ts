@@ -17,6 +17,12 @@ afterAll(async () => {
   await nodes.masters.stop();
 });
 
+/**
+ * Where every master is up and the clock is the test's own: no master may count as timed out
+ * because a loaded host left it unscheduled past the default 250 ms (it would change the vote).
+ */
+const nodeTimeout = 5_000;
+
 /** A clock on which every attempt (a pair of readings: start, end) takes exactly `elapsed` ms. */
 function clockWhereAttemptsTake(elapsed: number): () => number {
   let readings = 0;
@@ -59,13 +65,13 @@ describe('RedLock validity accounting', () => {
       const drift = driftOf(ttl, 0.01);
       const resource = freshKey('validity');
       for (const elapsed of [0, ttl / 2, ttl - drift - 0.5]) {
-        const backend = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed) });
+        const backend = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed), nodeTimeout });
         const grant = await backend.acquire(resource, 'me', ttl);
         expect(grant, `elapsed ${elapsed}`).toMatchObject({ acquired: true, validity: ttl - drift });
         if (grant.acquired) await backend.release(resource, 'me', grant.token);
       }
       for (const elapsed of [ttl - drift, ttl]) {
-        const tooSlow = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed) });
+        const tooSlow = backendOver(nodes.clients, { clock: clockWhereAttemptsTake(elapsed), nodeTimeout });
         const error = await tooSlow.acquire(resource, 'me', ttl).catch((caught: unknown) => caught);
         expect(error, `elapsed ${elapsed}`).toBeInstanceOf(QuorumError);
         expect(error).toMatchObject({ agreed: 3, refused: 0, failed: 0, timedOut: 0 });
@@ -88,7 +94,7 @@ describe('RedLock validity accounting', () => {
         return reply.acquired ? { ...reply, ttl: leases.get(args[0])! } : reply;
       },
     };
-    const backend = backendOver(nodes.clients, { protocol: reporting });
+    const backend = backendOver(nodes.clients, { protocol: reporting, nodeTimeout });
     const resource = freshKey('validity-reported');
     const grant = await backend.acquire(resource, 'me', 10_000);
     // Two of three keep it for 2 s or more: the lock stands that long, not 10 s, nor only 1 s.
@@ -97,7 +103,9 @@ describe('RedLock validity accounting', () => {
   });
 
   it('undoes the grant on every node, and says it came too late, when a paused master makes the attempt outlast the ttl', async () => {
-    const backend = backendOver(nodes.clients, { nodeTimeout: 400 });
+    // Above the validity (295 ms), so that the frozen master's timeout makes the attempt too
+    // late; and with room for the two live masters' answers on a loaded host.
+    const backend = backendOver(nodes.clients, { nodeTimeout: 1_000 });
     const resource = freshKey('validity-paused');
     const paused = nodes.masters.servers[2]!;
     paused.pause();

@@ -50,7 +50,11 @@ describe('WAIT gating on replicas', () => {
   });
 
   it("'auto' (the default) refuses a lock the (frozen) replica does not confirm, and leaves no key", async () => {
-    const locker = createLocker({ redis: master.client() });
+    // A locker's first acquisition under 'auto' has no WAIT allowance on top of the command
+    // timeout (it has not seen the replicas yet): the WAIT's 250 ms of 500 would leave a loaded
+    // host 250 ms for the round trips around it (the replicas asked for twice, the script, the
+    // undo), and an answer past it is LockUnavailableError, not the refusal under test.
+    const locker = createLocker({ redis: master.client(), commandTimeout: 5_000 });
     // Frozen, the replica still counts as connected on the master but acknowledges nothing.
     replica.pause();
     try {
@@ -67,7 +71,12 @@ describe('WAIT gating on replicas', () => {
   });
 
   it('releases a lock no replica confirmed and reports ReplicationError', async () => {
-    const locker = createLocker({ redis: master.client(), replication: { replicas: 1, timeout: 100 } });
+    // The command timeout is not under test: a loaded host's round trips must not end the call first.
+    const locker = createLocker({
+      redis: master.client(),
+      replication: { replicas: 1, timeout: 100 },
+      commandTimeout: 5_000,
+    });
     replica.pause();
     try {
       const error = await locker.acquire('unconfirmed', { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
