@@ -20,6 +20,14 @@ try {
     typeof entry === 'string' ? [entry] : Object.values(entry ?? {}).flatMap((value) => targets(value));
   const missing = targets(exports).filter((file) => !packed.has(`package/${file.replace(/^\.\//, '')}`));
   if (missing.length > 0) throw new Error(`the tarball lacks files its exports name: ${missing.join(', ')}`);
+  // A source map naming an absolute path maps nothing on the user's machine and tells them ours.
+  execFileSync('tar', ['-xzf', tarball, '-C', out]);
+  const absolute = [...packed]
+    .filter((file) => file.endsWith('.map'))
+    .filter((file) =>
+      JSON.parse(readFileSync(join(out, file), 'utf8')).sources.some((source) => source.startsWith('/')),
+    );
+  if (absolute.length > 0) throw new Error(`source maps name absolute paths: ${absolute.join(', ')}`);
   execFileSync(bin('publint'), ['run', tarball, '--strict'], { stdio: 'inherit' });
   execFileSync(bin('attw'), [tarball], { stdio: 'inherit' });
 } finally {

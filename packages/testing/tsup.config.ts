@@ -3,5 +3,7 @@ import { libraryBuild } from '../../tooling/tsup.shared.ts';
 export default libraryBuild(
   { index: 'src/index.ts', vitest: 'src/vitest/index.ts' },
   // One copy of the process registry, also in CommonJS, when both entries are loaded.
-  { splitting: true },
+  // Through rollup (treeshake): tsup's own CommonJS split writes source maps that point at the
+  // built file itself, named by the build machine's absolute path, not at the sources.
+  { splitting: true, treeshake: true },
 );
