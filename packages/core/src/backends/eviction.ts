@@ -20,19 +20,38 @@ export function checkEvictionOption(value: unknown): EvictionCheck {
  * it first) or a fence counter under memory pressure, and another owner then takes the lock
  * while its holder still believes it holds it. Warns once per server (`process.emitWarning`),
  * or refuses with `UnsafeServerError`. A user not allowed `CONFIG GET` (ACL) is not checked.
+ *
+ * @param closes how many connections of the client closed so far: a question still unanswered
+ *   when its connection closed is asked again, as a client that drops what it had not had
+ *   answered (`autoResendUnfulfilledCommands: false`) never settles it, and every acquisition
+ *   would wait on it. Default: none ever.
  */
 export function evictionGate(
   redis: RedisClient,
   check: EvictionCheck,
+  closes: () => number = () => 0,
 ): (resource: string) => Promise<void> | undefined {
   if (check === 'ignore') return () => undefined;
   let policy: Promise<string | undefined | typeof UNREACHED> | undefined;
+  let askedOn = 0;
+  let answered = false;
   let safe = false;
+  const ask = () => {
+    const asked = readPolicy(redis);
+    policy = asked;
+    askedOn = closes();
+    answered = false;
+    const settled = () => {
+      if (policy === asked) answered = true;
+    };
+    asked.then(settled, settled);
+    return asked;
+  };
   // Once the server was found safe (or warned about), acquisitions pay nothing, not even an await.
   return (resource) => {
     if (safe) return undefined;
-    policy ??= readPolicy(redis);
-    return policy.then((found) => {
+    const asked = policy === undefined || (!answered && closes() !== askedOn) ? ask() : policy;
+    return asked.then((found) => {
       // No master could be asked (a cluster client that cannot load its slots): ask again next time.
       if (found === UNREACHED) {
         policy = undefined;

@@ -67,7 +67,7 @@ export function singleBackend(
   }
   checkSubscriber(options.subscriber);
   const replication = replicationGate(redis, orDefault(options.replication, 'auto'), () => connection.closes);
-  const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction));
+  const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction), () => connection.closes);
   // Taken once every option passed: a refused locker must leave no listener on the client.
   const connection = connectionOf(redis);
   const cluster = isCluster(redis);

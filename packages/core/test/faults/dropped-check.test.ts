@@ -1,0 +1,26 @@
+import { createLocker } from '@lock/core';
+import { proxiedClient, startRedis } from '@lock/testing';
+import { expect, it } from 'vitest';
+
+/**
+ * A client made with `autoResendUnfulfilledCommands: false` drops the commands a reset left
+ * unanswered and never settles them. The server check the backend caches (the eviction policy,
+ * read once before the first acquisition) must then be asked again on the new connection: every
+ * acquisition waiting on the dropped one would otherwise time out, for as long as the locker lives.
+ */
+it("asks the server's eviction policy again when the reply of the first question was dropped by a reset", async () => {
+  await using server = await startRedis();
+  await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+  const locker = createLocker({ redis: proxied.redis });
+  try {
+    // The locker's first command is the check: it reaches the server, its reply is reset.
+    proxied.proxy.resetAfter(0, 'downstream', 1);
+    const lock = await locker.acquire('checked', { wait: 5_000 });
+    expect(proxied.proxy.resets).toBe(1);
+    await lock.release();
+    const other = await locker.acquire('other', { wait: 2_000 });
+    await other.release();
+  } finally {
+    await locker.close();
+  }
+}, 20_000);
