@@ -713,16 +713,31 @@ class Engine implements Locker {
       fired = this.backend.acquire(request.resource, request.owner, request.ttl, context);
       return fired;
     };
-    // One attempt of a call on the wire at a time, on a backend of one connection. Behind one
-    // still unanswered, a new attempt would be answered only after it (a connection answers in
-    // order): it would win nothing, and against a frozen server each retry would add a command
-    // that ioredis keeps until the server answers, then runs with the others. This one waits its
-    // deadline for that answer instead, and is sent only if the answer comes in time. Not once
-    // that connection has closed: the client resent the attempt first, or dropped it for good.
-    const behind = call.unanswered !== undefined && call.unansweredOn === this.backend.connectionCloses;
-    const sent = behind
-      ? call.unanswered!.then(noop, noop).then(() => (givenUp ? NOT_SENT : fire()))
-      : fire();
+    const { unanswered } = call;
+    let sent: Promise<BackendAttempt>;
+    if (unanswered === undefined) {
+      sent = fire();
+    } else {
+      const closes = this.backend.connectionCloses!;
+      // One attempt of a call on the wire at a time, on a backend of one connection. Behind one
+      // still unanswered, a new attempt would be answered only after it (a connection answers in
+      // order): it would win nothing, and against a frozen server each retry would add a command
+      // that ioredis keeps until the server answers, then runs with the others. This one waits
+      // its deadline for that answer instead, and is sent only if the answer comes in time.
+      let before = unanswered.closes === closes ? unanswered.answer : undefined;
+      // Not once that connection has closed: the client resent the attempt first, or dropped it
+      // for good (`autoResendUnfulfilledCommands: false`), answering nothing ever. A grant of it
+      // then nobody would undo, and an owner that is not fresh would be counted a second hold
+      // (a re-entry) by this attempt, one that outlives the handle's release for the whole
+      // lease. So it is undone first, by its id: nothing if it never ran, and once however often
+      // sent (a resent copy's late grant is undone as well). Until that undo is answered the
+      // attempt stays in doubt: an undo dropped in turn is sent again before the next attempt.
+      if (before === undefined && !request.fresh && this.undoesAttempts) {
+        before = this.backendUndo(request, '', unanswered.attempt);
+        awaitAnswer(call, before, closes, unanswered.attempt);
+      }
+      sent = before ? before.then(noop, noop).then(() => (givenUp ? NOT_SENT : fire())) : fire();
+    }
     return withDeadline(
       sent,
       timeout + (this.backend.acquireAllowance ?? 0),
@@ -739,7 +754,7 @@ class Engine implements Locker {
       () => {
         givenUp = true;
         call.givenUp = this.background(sent);
-        if (fired && firedOn !== undefined) awaitAnswer(call, fired, firedOn);
+        if (fired && firedOn !== undefined) awaitAnswer(call, fired, firedOn, context);
       },
       request.fresh ? signal : undefined,
     );
@@ -817,7 +832,6 @@ class Engine implements Locker {
       lateUndos: undefined,
       hold: undefined,
       unanswered: undefined,
-      unansweredOn: undefined,
     };
     const lateGrant = (undo: () => Promise<unknown>) => this.lateGrant(request, call, undo);
     // Only a call that may wait is ever taken out of the queue: a single try needs no check.
@@ -1163,16 +1177,22 @@ type BackendAttempt = Awaited<ReturnType<LockBackend['acquire']>>;
 const NOT_SENT: BackendAttempt = { acquired: false, remaining: -1 };
 
 /**
- * Notes `attempt`, given up on, as the call's attempt on the wire (sent when the backend's
- * connection had closed `closes` times) until it is answered.
+ * Notes `answer`, the reply to a command sent for `attempt` (the attempt, given up on, or its
+ * undo) when the backend's connection had closed `closes` times, as the call's command on the
+ * wire until it comes.
  */
-function awaitAnswer(call: AcquireCall, attempt: Promise<BackendAttempt>, closes: number): void {
-  call.unanswered = attempt;
-  call.unansweredOn = closes;
+function awaitAnswer(
+  call: AcquireCall,
+  answer: Promise<unknown>,
+  closes: number,
+  attempt: AttemptContext,
+): void {
+  const unanswered: Unanswered = { answer, closes, attempt };
+  call.unanswered = unanswered;
   const answered = () => {
-    if (call.unanswered === attempt) call.unanswered = undefined;
+    if (call.unanswered === unanswered) call.unanswered = undefined;
   };
-  attempt.then(answered, answered);
+  answer.then(answered, answered);
 }
 
 function noop(): void {}
@@ -1246,10 +1266,18 @@ interface AcquireCall {
   lateUndos: (() => Promise<unknown>)[] | undefined;
   /** The hold the call got: once it has ended, a late grant of the call's owner is no one's. */
   hold: Hold | undefined;
-  /** An attempt given up on that Redis has not answered yet (see `send`). */
-  unanswered: Promise<BackendAttempt> | undefined;
-  /** The backend's `connectionCloses` when `unanswered` was sent. */
-  unansweredOn: number | undefined;
+  /** An attempt given up on, or the undo of one, that Redis has not answered yet (see `send`). */
+  unanswered: Unanswered | undefined;
+}
+
+/** A command of an acquire call that Redis has not answered yet (see `awaitAnswer`). */
+interface Unanswered {
+  /** Never settles if the client dropped the command when its connection closed. */
+  readonly answer: Promise<unknown>;
+  /** The backend's `connectionCloses` when it was sent. */
+  readonly closes: number;
+  /** The attempt whose grant, if it landed, the call has not seen: the command's, or the one it undoes. */
+  readonly attempt: AttemptContext;
 }
 
 /**

@@ -1,0 +1,71 @@
+import { createLocker } from '@lock/core';
+import { proxiedClient, startRedis, waitFor } from '@lock/testing';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * A client made with `autoResendUnfulfilledCommands: false` drops the commands a reset left
+ * unanswered and never settles them. When the dropped one is the attempt that granted the lock
+ * to an explicit owner, the call's next attempt finds that owner holding the key: counted as a
+ * re-entry, Redis would keep a second hold the caller never got a handle for, and the key would
+ * outlive the handle's release for the whole lease, locking every other client out.
+ */
+describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
+  it("an explicit owner's grant whose reply a reset dropped is counted once", async () => {
+    await using server = await startRedis();
+    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+    const locker = createLocker({ redis: proxied.redis, protocol, replication: false });
+    const other = createLocker({ redis: server.client(), protocol, replication: false });
+    try {
+      // The server checked and the scripts loaded: the acquire script is the next command sent.
+      await (await locker.acquire('warm')).release();
+      // It runs on the server (the key is free: a grant), and its reply is reset.
+      proxied.proxy.resetAfter(0, 'downstream', 1);
+      const lock = await locker.acquire('k', { owner: 'worker-1', wait: 5_000 });
+      expect(proxied.proxy.resets).toBe(1);
+      await lock.release();
+      // Nothing of that owner outlives its one handle.
+      expect({ holds: lock.holds, lockedAfterRelease: await other.isLocked('k') }).toEqual({
+        holds: 1,
+        lockedAfterRelease: false,
+      });
+      const next = await other.tryAcquire('k');
+      expect(next).not.toBeNull();
+      await next?.release();
+    } finally {
+      await locker.close();
+      await other.close();
+    }
+  }, 20_000);
+
+  // The undo sent before the next attempt may be lost in turn, before it ran: sent again before
+  // the attempt after it, not given up.
+  it('undoes that grant before the next attempt also when the first undo is dropped unsent', async () => {
+    await using server = await startRedis();
+    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+    const { proxy, redis } = proxied;
+    const locker = createLocker({ redis, protocol, replication: false, commandTimeout: 200 });
+    const other = createLocker({ redis: server.client(), protocol, replication: false });
+    try {
+      await (await locker.acquire('warm')).release();
+      proxy.resetAfter(0, 'downstream', 1);
+      const acquiring = locker.acquire('k', { owner: 'worker-1', wait: 10_000 });
+      const back = async () => proxy.resets === 1 && redis.status === 'ready';
+      await waitFor('the grant reset, the client back', back, { interval: 5 });
+      // The next attempt's undo goes out (the first attempt's deadline and a backoff) and is held.
+      proxy.blackhole();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      proxy.drop();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      proxy.pass();
+      const lock = await acquiring;
+      await lock.release();
+      expect({ holds: lock.holds, lockedAfterRelease: await other.isLocked('k') }).toEqual({
+        holds: 1,
+        lockedAfterRelease: false,
+      });
+    } finally {
+      await locker.close();
+      await other.close();
+    }
+  }, 20_000);
+});
