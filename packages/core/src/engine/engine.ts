@@ -978,6 +978,24 @@ class Engine implements Locker {
   ): Promise<void> {
     const cleanup: Promise<unknown>[] = [];
     for (const undo of call.lateUndos ?? []) cleanup.push(this.background(undo()));
+    // An attempt still unanswered may have been granted. Its answer comes late (its grant is
+    // undone then, see `send`), or never once its connection closed: a client that drops what
+    // it had not had answered (`autoResendUnfulfilledCommands: false`) settles nothing, and no
+    // next attempt undoes it first, so the key would stay held by nobody for the whole lease. So
+    // it is undone when its connection closed, now or while its answer is still awaited: nothing
+    // if it never ran, and once however often sent (by its id, or by a fresh owner's name, which
+    // nothing else goes by). Not while it may still be answered: against a frozen server each
+    // undo would be one more command kept until the server answers.
+    const { unanswered } = call;
+    if (unanswered) {
+      const undoIfDropped = async () => {
+        if (call.unanswered !== unanswered || this.backend.connectionCloses === unanswered.closes) return;
+        await this.backendUndo(request, '', { ...unanswered.attempt, ended: true });
+      };
+      const closed = this.backend.connectionCloses !== unanswered.closes;
+      const undone = closed ? undoIfDropped() : call.givenUp?.then(undoIfDropped);
+      if (undone) cleanup.push(this.background(undone));
+    }
     const { abandon } = this.backend;
     // Any call that may wait: a format may queue it by its wait alone (Redisson's fair lock), also
     // when this engine polls and sent no queue lease.

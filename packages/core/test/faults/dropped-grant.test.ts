@@ -1,4 +1,4 @@
-import { createLocker } from '@lock/core';
+import { createLocker, LockUnavailableError } from '@lock/core';
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -68,4 +68,40 @@ describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
       await other.close();
     }
   }, 20_000);
+
+  // A call that ends with its granting attempt unanswered (a single try, a wait that ran out)
+  // sends no next attempt: the grant is undone when the call ends, or the key would stay held by
+  // nobody for the whole lease.
+  it.each([
+    ['a fresh owner', {}],
+    ['an explicit owner', { owner: 'worker-2' }],
+  ])(
+    "%s's single try whose granting reply a reset dropped leaves the key free",
+    async (_who, given) => {
+      await using server = await startRedis();
+      await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+      const locker = createLocker({ redis: proxied.redis, protocol, replication: false });
+      const other = createLocker({ redis: server.client(), protocol, replication: false });
+      try {
+        await (await locker.acquire('warm')).release();
+        proxied.proxy.resetAfter(0, 'downstream', 1);
+        const tried = await locker
+          .tryAcquire('single', { ...given, ttl: 30_000 })
+          .catch((error: unknown) => error);
+        expect(tried).toBeInstanceOf(LockUnavailableError);
+        expect(proxied.proxy.resets).toBe(1);
+        // Well within the 30 s lease the dropped grant would otherwise hold the key for.
+        await waitFor('the dropped grant undone', async () => !(await other.isLocked('single')), {
+          timeout: 5_000,
+        });
+        const next = await other.tryAcquire('single');
+        expect(next).not.toBeNull();
+        await next?.release();
+      } finally {
+        await locker.close();
+        await other.close();
+      }
+    },
+    20_000,
+  );
 });
