@@ -10,7 +10,7 @@ import { answerErrors, expressAdapter, expressVersions } from './express-adapter
 import { useLockFixture } from './support/fixture.js';
 import { listen, openRequest } from './support/http.js';
 import { describeLockMiddleware } from './support/lock-suite.js';
-import { Gate } from './support/recorder.js';
+import { expectRetryAfterFromLease, Gate } from './support/recorder.js';
 
 for (const version of expressVersions) {
   describeLockMiddleware(expressAdapter(version));
@@ -147,10 +147,12 @@ for (const version of expressVersions) {
           res.json({ ok: true });
         }),
       );
-      const holder = await locker.acquire('order:2', { ttl: 2_500 });
+      const holder = await locker.acquire('order:2', { ttl: 10_000 });
       const busy = await request(server).get('/orders/2');
+      const { ttl: left } = await locker.inspect('order:2');
       await holder.release();
-      expect([busy.status, busy.body]).toEqual([409, { custom: 'busy', retryAfter: 3 }]);
+      expect([busy.status, busy.body]).toEqual([409, { custom: 'busy', retryAfter: expect.any(Number) }]);
+      expectRetryAfterFromLease(busy.body.retryAfter, left);
       expect(handler.mock.calls[0]![3].problem).toMatchObject({ code: 'ERR_LOCK_BUSY' });
     });
 

@@ -685,7 +685,9 @@ describe('instrumentLocks', () => {
   });
 
   it('counts the renewals and the loss of a lock acquired before instrumentLocks(), as it counts its acquisitions', async () => {
-    const renewing = createLocker({ redis, ttl: 300 });
+    // Renewed within a second, and long enough that a loaded machine's stall does not end the
+    // lease before the watchdog renews it (a server frozen for 400 ms lost a 300 ms one).
+    const renewing = createLocker({ redis, ttl: 3_000 });
     const lock = await renewing.acquire('job:1');
     const renewals: unknown[] = [];
     const countRenewal = (message: unknown) => {

@@ -42,7 +42,9 @@ describe('a lost lock', () => {
     spanExporter.reset();
     metrics = meters();
     instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
-    locker = createLocker({ redis, ttl: 300 });
+    // Renewed leases the watchdog renews within a second, long enough that a loaded machine's
+    // stall (a frozen server for 400 ms lost a 300 ms one) does not end them first.
+    locker = createLocker({ redis, ttl: 3_000 });
   });
   afterEach(async () => {
     await locker.close();

@@ -8,6 +8,12 @@ import { useRedis } from '../../core/test/legacy/fixture.js';
 /** A lease long enough that nothing in a test ends by it: what frees a key is the code under test. */
 const EXPIRE = 60;
 
+/**
+ * What a call may wait for Redis: the calls made while the proxy passes must fit in it on a loaded
+ * machine (a 300 ms deadline failed a lock() while the server was frozen for 500 ms).
+ */
+const COMMAND_TIMEOUT = 1_000;
+
 /** Who holds `key` by the owner record Node keeps beside it (PHP never reads it). */
 function ownerOf(redis: Redis, key: string): Promise<string | null> {
   return redis.hget(`{${key}}:owner`, 'owner');
@@ -37,7 +43,7 @@ async function heal(proxy: TcpProxy, redis: Redis): Promise<void> {
 describe('one Lock object across Redis failures', () => {
   it('lock() after an unlock() Redis did not answer finishes that unlock first, then locks afresh', async () => {
     const { admin, proxy, redis } = await throughProxy();
-    const lock = new Lock('k', { redis, commandTimeout: 300, expire: EXPIRE });
+    const lock = new Lock('k', { redis, commandTimeout: COMMAND_TIMEOUT, expire: EXPIRE });
     expect(await lock.lock()).toBe(true);
     const first = lock.handle!;
     proxy.drop();
@@ -58,7 +64,7 @@ describe('one Lock object across Redis failures', () => {
   it('a lock() Redis did not answer in time leaves nothing behind: its late grant is given back, and lock() again locks', async () => {
     const { admin, proxy, redis } = await throughProxy();
     const key = 'lock_goods:300';
-    const lock = new Lock(key, { redis, commandTimeout: 300, expire: EXPIRE });
+    const lock = new Lock(key, { redis, commandTimeout: COMMAND_TIMEOUT, expire: EXPIRE });
     // Held, not lost: the attempt reaches Redis once the proxy passes again, after lock() gave up on it.
     proxy.blackhole();
     await expect(lock.lock()).rejects.toBeInstanceOf(LockUnavailableError);
@@ -79,7 +85,7 @@ describe('one Lock object across Redis failures', () => {
 
   it('wrap() with Redis gone by unlock time answers what fn answered, and the key ends with its lease', async () => {
     const { admin, proxy, redis } = await throughProxy();
-    const options = { redis, commandTimeout: 300, expire: EXPIRE };
+    const options = { redis, commandTimeout: COMMAND_TIMEOUT, expire: EXPIRE };
     const ran = await Lock.wrap(
       'ran',
       () => {

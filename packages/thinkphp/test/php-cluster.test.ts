@@ -9,6 +9,11 @@ import { php, phpAvailable } from './php.js';
 // a hash-tagged name so that our side keys (owner record, fence counter) share its slot.
 
 const KEY = '{lock_goods}:300';
+/**
+ * Each holder's key lives expire + 1 = 4 s: long enough for two PHP process starts to be refused
+ * by it on a loaded host (1 s or more each), where expire 1 left 2 s.
+ */
+const EXPIRE = 3;
 
 describe.runIf(phpAvailable)('PHP (Predis cluster mode) and Node on a Redis Cluster', () => {
   let cluster: RedisCluster;
@@ -30,10 +35,10 @@ describe.runIf(phpAvailable)('PHP (Predis cluster mode) and Node on a Redis Clus
   const untilExpired = () => expect.poll(() => redis.exists(KEY), { timeout: 10_000, interval: 50 }).toBe(0);
 
   it('exclude each other both ways on {lock_goods}:300, and our unlock frees it for PHP at once', async () => {
-    const args = (cluster: readonly number[]) => ({ port: cluster[0]!, cluster, key: KEY, expire: 1 });
+    const args = (cluster: readonly number[]) => ({ port: cluster[0]!, cluster, key: KEY, expire: EXPIRE });
 
     // Node holds: PHP, from either seed list, is refused and reads our value.
-    const lock = new Lock(KEY, { redis, expire: 1 });
+    const lock = new Lock(KEY, { redis, expire: EXPIRE });
     expect(await lock.lock()).toBe(true);
     const ours = await redis.get(KEY);
     expect(await php('lock', args(everyMaster))).toMatchObject({ acquired: false, tries: 3, value: ours });
@@ -44,10 +49,10 @@ describe.runIf(phpAvailable)('PHP (Predis cluster mode) and Node on a Redis Clus
     expect(lock.handle).toBeNull();
     expect(await redis.exists(KEY)).toBe(0);
     const held = await php('lock', args(otherMaster));
-    expect(held).toMatchObject({ acquired: true, ttl: 2 });
+    expect(held).toMatchObject({ acquired: true, ttl: EXPIRE + 1 });
 
     // PHP holds: we are refused and leave its value; after its TTL we acquire and unlock.
-    const refused = new Lock(KEY, { redis, expire: 1 });
+    const refused = new Lock(KEY, { redis, expire: EXPIRE });
     expect(await refused.lock()).toBe(false);
     expect(await redis.get(KEY)).toBe(held.value);
     await untilExpired();

@@ -68,13 +68,18 @@ describe.runIf(phpAvailable)("a Node holder's validity ends before the deadline 
     });
     expect(crash).toMatchObject({ signal: 'SIGKILL', setnx: 1, ttl: -1 });
     await nextSecond();
-    const lock = new Lock('lock_goods:311', { redis: t.redis, expire: 1 });
+    // A lease of expire + 1 = 4 s, which PHP's read, a process start (a second or more on a
+    // loaded host) after the takeover, still finds running.
+    const expire = 3;
+    const lock = new Lock('lock_goods:311', { redis: t.redis, expire });
     expect(await lock.lock()).toBe(true);
+    expect(Math.ceil((await t.redis.pttl('lock_goods:311')) / 1000)).toBe(expire + 1);
     const taken = await deadlines(lock, t.server.port, 'lock_goods:311');
     expect(taken.read.value).not.toBe(crash.value);
     expect(taken.read).toMatchObject({ liveBySeedCheck: true });
-    // expire + 1 seconds, of which PHP's start may have taken a moment.
-    expect([1, 2]).toContain(taken.read.ttl);
+    // What is left of it once PHP has started.
+    expect(taken.read.ttl).toBeGreaterThan(0);
+    expect(taken.read.ttl).toBeLessThanOrEqual(expire + 1);
     expect(taken.nodeEnds).toBeLessThan(taken.byValue);
     expect(taken.nodeEnds).toBeLessThan(taken.byTtl);
   });

@@ -1,4 +1,5 @@
 import type { Locker } from '@lock/core';
+import { expect } from 'vitest';
 
 /** When each handler ran, by the monotonic clock. */
 export class Intervals {
@@ -88,4 +89,16 @@ export async function within<T>(promise: Promise<T>, ms = 5_000): Promise<T | 's
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Checks a `Retry-After` (s) made from a holder's `lease`: the time the lease had left at the
+ * refusal, rounded up, so no less than `left` (read after the refusal) rounded up, and no more
+ * than the lease. Not one exact figure: a loaded host may take a second or more from the
+ * holder's acquire to the refusal. The unknown-lease answer (1) fails it while `left` > 1 s.
+ */
+export function expectRetryAfterFromLease(retryAfter: number, left: number | null, lease = 10_000): void {
+  expect(left).toBeGreaterThan(0);
+  expect(retryAfter).toBeGreaterThanOrEqual(Math.ceil(left! / 1000));
+  expect(retryAfter).toBeLessThanOrEqual(lease / 1000);
 }

@@ -17,7 +17,10 @@ $client = isset($args['cluster'])
     : new Predis\Client(['host' => '127.0.0.1', 'port' => (int) $args['port']]);
 $key = $args['key'];
 $expire = $args['expire'] ?? Lock::LOCK_EXPIRE;
-$lock = new Lock($client, $key, $expire, $args['offset'] ?? 0);
+// `at` (optional): what this host's time() reads now, in Unix seconds, instead of an `offset`: a
+// host as far off as that, however long this process took to start.
+$offset = isset($args['at']) ? $args['at'] - time() : ($args['offset'] ?? 0);
+$lock = new Lock($client, $key, $expire, $offset);
 
 function state($client, $key)
 {
