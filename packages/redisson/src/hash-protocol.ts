@@ -138,9 +138,11 @@ export abstract class HashLockProtocol implements RedissonProtocol {
     attempt: string,
     _context?: AttemptContext,
   ): Promise<ReleaseReply> {
-    return this.sendUnlock(redis, this.unlockScripts.undo, resource, owner, leaseOf(token), attempt, [
-      attempt,
-    ]);
+    // No token: the engine undoes an attempt whose reply never came, its grant's lease unknown.
+    // The holds left then keep their TTL (the scripts never shorten it) rather than take the
+    // watchdog's 30 s, which a lock taken with a short lease would keep if its thread died.
+    const lease = token === '' ? 0 : leaseOf(token);
+    return this.sendUnlock(redis, this.unlockScripts.undo, resource, owner, lease, attempt, [attempt]);
   }
 
   private async sendUnlock(

@@ -1,3 +1,4 @@
+import { isUnreachable } from '../engine/deadline.js';
 import { InvalidOptionError, UnsafeServerError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
 import { isCluster } from '../topology.js';
@@ -52,7 +53,8 @@ export function evictionGate(
     if (safe) return undefined;
     const asked = policy === undefined || (!answered && closes() !== askedOn) ? ask() : policy;
     return asked.then((found) => {
-      // No master could be asked (a cluster client that cannot load its slots): ask again next time.
+      // A master could not be asked or did not answer (a cluster client that cannot load its
+      // slots, a server down): ask again next time.
       if (found === UNREACHED) {
         policy = undefined;
         return;
@@ -79,9 +81,10 @@ const UNREACHED = Symbol('no master reached');
 
 /**
  * The first policy other than `noeviction` among the masters (every master of a cluster: a key
- * lives on one of them), else `noeviction`; undefined when none may be read (ACL). A cluster
- * client knows its masters once it has loaded the slots: a PING (which connects a lazy client,
- * and waits for the slots as the acquisition itself would) comes first.
+ * lives on one of them), else `noeviction`; undefined when none may be read (ACL); `UNREACHED`
+ * when a master did not answer. A cluster client knows its masters once it has loaded the
+ * slots: a PING (which connects a lazy client, and waits for the slots as the acquisition itself
+ * would) comes first.
  */
 async function readPolicy(redis: RedisClient): Promise<string | undefined | typeof UNREACHED> {
   if (isCluster(redis) && redis.nodes('master').length === 0) await redis.ping().catch(() => {});
@@ -91,10 +94,13 @@ async function readPolicy(redis: RedisClient): Promise<string | undefined | type
     nodes.map((node) =>
       (node.call('CONFIG', 'GET', 'maxmemory-policy') as Promise<string[]>).then(
         (reply) => reply[1],
-        () => undefined,
+        // Refused (an ACL, a renamed CONFIG): never to be read. Not answered: asked again, or a
+        // first check made while Redis was down would let 'refuse' pass every later acquisition.
+        (error: unknown) => (isUnreachable(error) ? UNREACHED : undefined),
       ),
     ),
   );
+  if (policies.includes(UNREACHED)) return UNREACHED;
   const read = policies.filter((policy) => policy !== undefined);
   return read.find((policy) => policy !== 'noeviction') ?? read[0];
 }

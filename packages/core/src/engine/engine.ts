@@ -985,9 +985,11 @@ class Engine implements Locker {
     // it is undone when its connection closed, now or while its answer is still awaited: nothing
     // if it never ran, and once however often sent (by its id, or by a fresh owner's name, which
     // nothing else goes by). Not while it may still be answered: against a frozen server each
-    // undo would be one more command kept until the server answers.
+    // undo would be one more command kept until the server answers. Nor for an owner that is not
+    // fresh on a format without an undo of its own, whose release would take off one of that
+    // owner's holds whether or not the attempt ran (as in `send`).
     const { unanswered } = call;
-    if (unanswered) {
+    if (unanswered && (request.fresh || this.undoesAttempts)) {
       const undoIfDropped = async () => {
         if (call.unanswered !== unanswered || this.backend.connectionCloses === unanswered.closes) return;
         await this.backendUndo(request, '', { ...unanswered.attempt, ended: true });

@@ -1,4 +1,4 @@
-import { createLocker } from '@lock/core';
+import { createLocker, LockUnavailableError, UnsafeServerError } from '@lock/core';
 import { proxiedClient, startRedis } from '@lock/testing';
 import { expect, it } from 'vitest';
 
@@ -20,6 +20,20 @@ it("asks the server's eviction policy again when the reply of the first question
     await lock.release();
     const other = await locker.acquire('other', { wait: 2_000 });
     await other.release();
+  } finally {
+    await locker.close();
+  }
+}, 20_000);
+
+it("checks the eviction policy again after a first check Redis did not answer: 'refuse' still refuses", async () => {
+  await using server = await startRedis({ config: { 'maxmemory-policy': 'allkeys-lru' } });
+  await using proxied = await proxiedClient(server, { redis: { commandTimeout: 300 } });
+  const locker = createLocker({ redis: proxied.redis, eviction: 'refuse' });
+  try {
+    proxied.proxy.blackhole();
+    await expect(locker.acquire('unchecked', { wait: 0 })).rejects.toThrow(LockUnavailableError);
+    proxied.proxy.pass();
+    await expect(locker.acquire('unchecked', { wait: 0 })).rejects.toThrow(UnsafeServerError);
   } finally {
     await locker.close();
   }

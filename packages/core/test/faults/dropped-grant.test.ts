@@ -1,4 +1,4 @@
-import { createLocker, LockUnavailableError } from '@lock/core';
+import { createLocker, LockUnavailableError, legacyProtocol, tokenProtocol } from '@lock/core';
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -104,4 +104,35 @@ describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
     },
     20_000,
   );
+
+  // A format without an undo of its own (a protocol written outside this package may have none)
+  // could only take off one of the owner's holds, whether or not the attempt ran: nothing is sent.
+  it("sends no release for an explicit owner's dropped attempt when the format has no undo", async () => {
+    await using server = await startRedis();
+    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+    const { proxy, redis } = proxied;
+    const { undo: _undo, ...withoutUndo } = protocol === 'token' ? tokenProtocol() : legacyProtocol();
+    const locker = createLocker({ redis, protocol: withoutUndo, replication: false, commandTimeout: 200 });
+    const other = createLocker({ redis: server.client(), protocol, replication: false });
+    try {
+      await (await locker.acquire('warm')).release();
+      const held = await other.acquire('shared', { owner: 'worker-3', ttl: 30_000 });
+      // The attempt never reaches the server: held back, then dropped with its connection.
+      proxy.blackhole();
+      const tried = locker.tryAcquire('shared', { owner: 'worker-3' }).catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      proxy.drop();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      proxy.pass();
+      expect(await tried).toBeInstanceOf(LockUnavailableError);
+      await waitFor('the client back', async () => redis.status === 'ready', { interval: 5 });
+      // Behind anything the call's end sent on that client.
+      await redis.ping();
+      expect((await other.inspect('shared')).holds).toBe(1);
+      expect(await held.release()).toBe('released');
+    } finally {
+      await locker.close();
+      await other.close();
+    }
+  }, 20_000);
 });
