@@ -1,4 +1,10 @@
-import { createLocker, LockUnavailableError, legacyProtocol, tokenProtocol } from '@lock/core';
+import {
+  createLocker,
+  type LockProtocol,
+  LockUnavailableError,
+  legacyProtocol,
+  tokenProtocol,
+} from '@lock/core';
 import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -9,64 +15,73 @@ import { describe, expect, it } from 'vitest';
  * re-entry, Redis would keep a second hold the caller never got a handle for, and the key would
  * outlive the handle's release for the whole lease, locking every other client out.
  */
-describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
-  it("an explicit owner's grant whose reply a reset dropped is counted once", async () => {
-    await using server = await startRedis();
-    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
-    const locker = createLocker({ redis: proxied.redis, protocol, replication: false });
-    const other = createLocker({ redis: server.client(), protocol, replication: false });
-    try {
-      // The server checked and the scripts loaded: the acquire script is the next command sent.
-      await (await locker.acquire('warm')).release();
-      // It runs on the server (the key is free: a grant), and its reply is reset.
-      proxied.proxy.resetAfter(0, 'downstream', 1);
-      const lock = await locker.acquire('k', { owner: 'worker-1', wait: 5_000 });
-      expect(proxied.proxy.resets).toBe(1);
-      await lock.release();
-      // Nothing of that owner outlives its one handle.
-      expect({ holds: lock.holds, lockedAfterRelease: await other.isLocked('k') }).toEqual({
-        holds: 1,
-        lockedAfterRelease: false,
-      });
-      const next = await other.tryAcquire('k');
-      expect(next).not.toBeNull();
-      await next?.release();
-    } finally {
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Format = 'token' | 'legacy';
+
+/**
+ * A locker on such a client, warmed (the server checked and the scripts loaded: its next command
+ * is an acquire script), and `other`, on a client of its own, to look at the key.
+ */
+async function droppingLocker(name: Format, protocol: LockProtocol | Format = name, commandTimeout?: number) {
+  const server = await startRedis();
+  const proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
+  const locker = createLocker({ redis: proxied.redis, protocol, replication: false, commandTimeout });
+  const other = createLocker({ redis: server.client(), protocol: name, replication: false });
+  await (await locker.acquire('warm')).release();
+  return {
+    proxy: proxied.proxy,
+    redis: proxied.redis,
+    locker,
+    other,
+    async [Symbol.asyncDispose]() {
       await locker.close();
       await other.close();
-    }
+      await proxied.close();
+      await server.stop();
+    },
+  };
+}
+
+describe.each(['token', 'legacy'] as const)('%s format', (name) => {
+  it("an explicit owner's grant whose reply a reset dropped is counted once", async () => {
+    await using t = await droppingLocker(name);
+    // It runs on the server (the key is free: a grant), and its reply is reset.
+    t.proxy.resetAfter(0, 'downstream', 1);
+    const lock = await t.locker.acquire('k', { owner: 'worker-1', wait: 5_000 });
+    expect(t.proxy.resets).toBe(1);
+    await lock.release();
+    // Nothing of that owner outlives its one handle.
+    expect({ holds: lock.holds, lockedAfterRelease: await t.other.isLocked('k') }).toEqual({
+      holds: 1,
+      lockedAfterRelease: false,
+    });
+    const next = await t.other.tryAcquire('k');
+    expect(next).not.toBeNull();
+    await next?.release();
   }, 20_000);
 
   // The undo sent before the next attempt may be lost in turn, before it ran: sent again before
   // the attempt after it, not given up.
   it('undoes that grant before the next attempt also when the first undo is dropped unsent', async () => {
-    await using server = await startRedis();
-    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
-    const { proxy, redis } = proxied;
-    const locker = createLocker({ redis, protocol, replication: false, commandTimeout: 200 });
-    const other = createLocker({ redis: server.client(), protocol, replication: false });
-    try {
-      await (await locker.acquire('warm')).release();
-      proxy.resetAfter(0, 'downstream', 1);
-      const acquiring = locker.acquire('k', { owner: 'worker-1', wait: 10_000 });
-      const back = async () => proxy.resets === 1 && redis.status === 'ready';
-      await waitFor('the grant reset, the client back', back, { interval: 5 });
-      // The next attempt's undo goes out (the first attempt's deadline and a backoff) and is held.
-      proxy.blackhole();
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      proxy.drop();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      proxy.pass();
-      const lock = await acquiring;
-      await lock.release();
-      expect({ holds: lock.holds, lockedAfterRelease: await other.isLocked('k') }).toEqual({
-        holds: 1,
-        lockedAfterRelease: false,
-      });
-    } finally {
-      await locker.close();
-      await other.close();
-    }
+    await using t = await droppingLocker(name, name, 200);
+    t.proxy.resetAfter(0, 'downstream', 1);
+    const acquiring = t.locker.acquire('k', { owner: 'worker-1', wait: 10_000 });
+    const back = async () => t.proxy.resets === 1 && t.redis.status === 'ready';
+    await waitFor('the grant reset, the client back', back, { interval: 5 });
+    // The next attempt's undo goes out (the first attempt's deadline and a backoff) and is held.
+    t.proxy.blackhole();
+    await pause(600);
+    t.proxy.drop();
+    await pause(50);
+    t.proxy.pass();
+    const lock = await acquiring;
+    await lock.release();
+    expect({ holds: lock.holds, lockedAfterRelease: await t.other.isLocked('k') }).toEqual({
+      holds: 1,
+      lockedAfterRelease: false,
+    });
   }, 20_000);
 
   // A call that ends with its granting attempt unanswered (a single try, a wait that ran out)
@@ -78,29 +93,20 @@ describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
   ])(
     "%s's single try whose granting reply a reset dropped leaves the key free",
     async (_who, given) => {
-      await using server = await startRedis();
-      await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
-      const locker = createLocker({ redis: proxied.redis, protocol, replication: false });
-      const other = createLocker({ redis: server.client(), protocol, replication: false });
-      try {
-        await (await locker.acquire('warm')).release();
-        proxied.proxy.resetAfter(0, 'downstream', 1);
-        const tried = await locker
-          .tryAcquire('single', { ...given, ttl: 30_000 })
-          .catch((error: unknown) => error);
-        expect(tried).toBeInstanceOf(LockUnavailableError);
-        expect(proxied.proxy.resets).toBe(1);
-        // Well within the 30 s lease the dropped grant would otherwise hold the key for.
-        await waitFor('the dropped grant undone', async () => !(await other.isLocked('single')), {
-          timeout: 5_000,
-        });
-        const next = await other.tryAcquire('single');
-        expect(next).not.toBeNull();
-        await next?.release();
-      } finally {
-        await locker.close();
-        await other.close();
-      }
+      await using t = await droppingLocker(name);
+      t.proxy.resetAfter(0, 'downstream', 1);
+      const tried = await t.locker
+        .tryAcquire('single', { ...given, ttl: 30_000 })
+        .catch((error: unknown) => error);
+      expect(tried).toBeInstanceOf(LockUnavailableError);
+      expect(t.proxy.resets).toBe(1);
+      // Well within the 30 s lease the dropped grant would otherwise hold the key for.
+      await waitFor('the dropped grant undone', async () => !(await t.other.isLocked('single')), {
+        timeout: 5_000,
+      });
+      const next = await t.other.tryAcquire('single');
+      expect(next).not.toBeNull();
+      await next?.release();
     },
     20_000,
   );
@@ -108,31 +114,21 @@ describe.each(['token', 'legacy'] as const)('%s format', (protocol) => {
   // A format without an undo of its own (a protocol written outside this package may have none)
   // could only take off one of the owner's holds, whether or not the attempt ran: nothing is sent.
   it("sends no release for an explicit owner's dropped attempt when the format has no undo", async () => {
-    await using server = await startRedis();
-    await using proxied = await proxiedClient(server, { redis: { autoResendUnfulfilledCommands: false } });
-    const { proxy, redis } = proxied;
-    const { undo: _undo, ...withoutUndo } = protocol === 'token' ? tokenProtocol() : legacyProtocol();
-    const locker = createLocker({ redis, protocol: withoutUndo, replication: false, commandTimeout: 200 });
-    const other = createLocker({ redis: server.client(), protocol, replication: false });
-    try {
-      await (await locker.acquire('warm')).release();
-      const held = await other.acquire('shared', { owner: 'worker-3', ttl: 30_000 });
-      // The attempt never reaches the server: held back, then dropped with its connection.
-      proxy.blackhole();
-      const tried = locker.tryAcquire('shared', { owner: 'worker-3' }).catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 80));
-      proxy.drop();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      proxy.pass();
-      expect(await tried).toBeInstanceOf(LockUnavailableError);
-      await waitFor('the client back', async () => redis.status === 'ready', { interval: 5 });
-      // Behind anything the call's end sent on that client.
-      await redis.ping();
-      expect((await other.inspect('shared')).holds).toBe(1);
-      expect(await held.release()).toBe('released');
-    } finally {
-      await locker.close();
-      await other.close();
-    }
+    const { undo: _undo, ...withoutUndo } = name === 'token' ? tokenProtocol() : legacyProtocol();
+    await using t = await droppingLocker(name, withoutUndo, 200);
+    const held = await t.other.acquire('shared', { owner: 'worker-3', ttl: 30_000 });
+    // The attempt never reaches the server: held back, then dropped with its connection.
+    t.proxy.blackhole();
+    const tried = t.locker.tryAcquire('shared', { owner: 'worker-3' }).catch((error: unknown) => error);
+    await pause(80);
+    t.proxy.drop();
+    await pause(50);
+    t.proxy.pass();
+    expect(await tried).toBeInstanceOf(LockUnavailableError);
+    await waitFor('the client back', async () => t.redis.status === 'ready', { interval: 5 });
+    // Behind anything the call's end sent on that client.
+    await t.redis.ping();
+    expect((await t.other.inspect('shared')).holds).toBe(1);
+    expect(await held.release()).toBe('released');
   }, 20_000);
 });
