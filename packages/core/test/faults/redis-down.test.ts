@@ -116,8 +116,9 @@ describe('Redis cut off during the last attempt of a wait', () => {
     const holder = createLocker({ redis: server.client() });
     const redis = new Redis(proxy.redisOptions);
     redis.on('error', () => {});
-    // Longer than the slack: one more command timeout after the wait would exceed the bound.
-    const commandTimeout = 6_000;
+    // Longer than the slack and the wait together: one more command timeout after the wait would
+    // exceed the bound by seconds, not by how late the last attempt went out.
+    const commandTimeout = 8_000;
     const locker = createLocker({ redis, commandTimeout });
     await holder.acquire('k', { ttl: 800 });
     const started = performance.now();
