@@ -80,10 +80,13 @@ it('a WAIT-confirmed hold survives the master being killed: the same, on the rep
   await heldAcrossFailover(setup, async () => {
     const old = await setup.master();
     await old.kill();
+    // An election the sentinels fail on a loaded host is tried again twice the failover timeout
+    // (10 s) later: the promotion may take over 20 s, which the test's time is not about.
     await waitFor(
       'the sentinels to promote the replica',
       async () => (await setup.master()).port !== old.port,
+      { timeout: 60_000 },
     );
     return setup.master();
   });
-});
+}, 120_000);
