@@ -95,6 +95,12 @@ export interface LockBackend {
    */
   readonly connectionCloses?: number;
   /**
+   * Whether the client drops the commands a closed connection left unanswered, never settling
+   * them (`autoResendUnfulfilledCommands: false`), rather than sending them again: the engine
+   * then undoes such an attempt itself, as no late answer will. Default: false.
+   */
+  readonly dropsUnanswered?: boolean;
+  /**
    * Why the backend's connection is down, while it is: the client's last connection error (a
    * refused connect, an unknown host, a refused login), holding no command or its arguments. The
    * engine reads it when a call got no answer and names it in the `LockUnavailableError`

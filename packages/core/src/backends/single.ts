@@ -117,6 +117,9 @@ export function singleBackend(
     get connectionCloses() {
       return cluster ? undefined : connection.closes;
     },
+    dropsUnanswered:
+      (redis as { options?: { autoResendUnfulfilledCommands?: boolean } }).options
+        ?.autoResendUnfulfilledCommands === false,
     get connectionError() {
       return connection.error;
     },

@@ -725,14 +725,15 @@ class Engine implements Locker {
       // that ioredis keeps until the server answers, then runs with the others. This one waits
       // its deadline for that answer instead, and is sent only if the answer comes in time.
       let before = unanswered.closes === closes ? unanswered.answer : undefined;
-      // Not once that connection has closed: the client resent the attempt first, or dropped it
-      // for good (`autoResendUnfulfilledCommands: false`), answering nothing ever. A grant of it
-      // then nobody would undo, and an owner that is not fresh would be counted a second hold
+      // Not once that connection has closed: the client resent the attempt first (its late
+      // grant is undone when it is answered), or dropped it for good
+      // (`autoResendUnfulfilledCommands: false`), answering nothing ever. A grant of it then
+      // nobody would undo, and an owner that is not fresh would be counted a second hold
       // (a re-entry) by this attempt, one that outlives the handle's release for the whole
       // lease. So it is undone first, by its id: nothing if it never ran, and once however often
       // sent (a resent copy's late grant is undone as well). Until that undo is answered the
       // attempt stays in doubt: an undo dropped in turn is sent again before the next attempt.
-      if (before === undefined && !request.fresh && this.undoesAttempts) {
+      if (before === undefined && !request.fresh && this.undoesAttempts && this.backend.dropsUnanswered) {
         before = this.backendUndo(request, '', unanswered.attempt);
         awaitAnswer(call, before, closes, unanswered.attempt);
       }
@@ -989,7 +990,7 @@ class Engine implements Locker {
     // fresh on a format without an undo of its own, whose release would take off one of that
     // owner's holds whether or not the attempt ran (as in `send`).
     const { unanswered } = call;
-    if (unanswered && (request.fresh || this.undoesAttempts)) {
+    if (unanswered && this.backend.dropsUnanswered && (request.fresh || this.undoesAttempts)) {
       const undoIfDropped = async () => {
         if (call.unanswered !== unanswered || this.backend.connectionCloses === unanswered.closes) return;
         await this.backendUndo(request, '', { ...unanswered.attempt, ended: true });
