@@ -57,6 +57,14 @@ export interface RedisSentinel {
    * test's own, or after a request whose reply was lost) is waited for, not followed by another.
    */
   failover(): Promise<RedisServer>;
+  /**
+   * Resolves once every running sentinel that is not paused has switched to `master`: its own
+   * record of the master names it, with no failover in progress. Each has then published its
+   * `+switch-master`, on which ioredis's `failoverDetector` drops the client's connections and
+   * connects again (once per message that reaches a connection). `master()` names the promoted
+   * replica earlier, while the sentinel leading the failover still reconfigures the others.
+   */
+  switched(master: RedisServer): Promise<void>;
   /** Stops sentinels, then data servers. */
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -204,6 +212,20 @@ class SentinelSetup implements RedisSentinel {
     }
   }
 
+  async switched(master: RedisServer): Promise<void> {
+    await waitFor(
+      `every sentinel to switch to master port ${master.port}`,
+      async () => {
+        for (const sentinel of this.liveSentinels()) {
+          const record = await sentinelRecord(adminClient(sentinel), 'MASTER', this.masterName);
+          if (Number(record.port) !== master.port || /failover/.test(record.flags ?? '')) return false;
+        }
+        return true;
+      },
+      { timeout: this.timeout, interval: 100 },
+    );
+  }
+
   /** Waits until every sentinel names `master`, sees every replica and every other sentinel. */
   async settled(master: RedisServer): Promise<void> {
     await waitFor(
@@ -274,9 +296,20 @@ async function sentinelList(
   masterName: string,
 ): Promise<Record<string, string>[]> {
   const rows = (await admin.call('SENTINEL', what, masterName)) as string[][];
-  return rows.map((row) => {
-    const record: Record<string, string> = {};
-    for (let i = 0; i + 1 < row.length; i += 2) record[row[i]!] = row[i + 1]!;
-    return record;
-  });
+  return rows.map(fieldsOf);
+}
+
+async function sentinelRecord(
+  admin: Redis,
+  what: string,
+  masterName: string,
+): Promise<Record<string, string>> {
+  return fieldsOf((await admin.call('SENTINEL', what, masterName)) as string[]);
+}
+
+/** A sentinel's flat [field, value, …] reply as a record. */
+function fieldsOf(row: readonly string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (let i = 0; i + 1 < row.length; i += 2) record[row[i]!] = row[i + 1]!;
+  return record;
 }

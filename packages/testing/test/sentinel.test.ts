@@ -5,6 +5,12 @@ import { alive, pidsOf } from './proc.js';
 
 let setup: RedisSentinel;
 
+/** A sentinel's `SENTINEL MASTER` record of mymaster. */
+async function masterRecord(sentinel: RedisSentinel['sentinels'][number]): Promise<Record<string, string>> {
+  const row = (await sentinel.client().call('SENTINEL', 'MASTER', 'mymaster')) as string[];
+  return Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]));
+}
+
 beforeAll(async () => {
   setup = await startSentinel({ replicas: 2, sentinels: 3 });
 });
@@ -119,13 +125,31 @@ describe('sentinels that stop answering', () => {
   });
 });
 
-describe('failover() and a failover already under way', () => {
-  /** A sentinel's `SENTINEL MASTER` record of mymaster. */
-  async function masterRecord(sentinel: RedisSentinel['sentinels'][number]): Promise<Record<string, string>> {
-    const row = (await sentinel.client().call('SENTINEL', 'MASTER', 'mymaster')) as string[];
-    return Object.fromEntries(Array.from({ length: row.length / 2 }, (_, i) => [row[2 * i], row[2 * i + 1]]));
-  }
+describe('switched()', () => {
+  it('resolves once every sentinel records the promoted master as its own, with no failover in progress', async () => {
+    const setup = await useSentinel({ replicas: 2, sentinels: 3, failoverTimeout: 4_000 });
+    const old = await setup.master();
+    await old.kill();
+    let promoted = old;
+    // master() names the promoted replica while the leading sentinel still reconfigures the
+    // other replica (two replicas: with one, it switches at once, and this test could not fail).
+    await waitFor(
+      'a promotion',
+      async () => {
+        promoted = await setup.master();
+        return promoted !== old;
+      },
+      { timeout: 60_000 },
+    );
+    await setup.switched(promoted);
+    const records = await Promise.all(setup.sentinels.map(masterRecord));
+    expect(records.map((record) => [Number(record.port), /failover/.test(record.flags ?? '')])).toEqual(
+      setup.sentinels.map(() => [promoted.port, false]),
+    );
+  }, 90_000);
+});
 
+describe('failover() and a failover already under way', () => {
   it('waits for it and returns its new master instead of starting a second failover', async () => {
     const setup = await useSentinel({ replicas: 2, sentinels: 1 });
     const [sentinel] = setup.sentinels;

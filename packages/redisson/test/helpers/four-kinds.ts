@@ -4,8 +4,11 @@ import type { Redisson } from '../../src/index.js';
 
 /** Polling effectively off: within a test only an unlock message can wake a waiter. */
 export const NO_POLLING = { base: 60_000, max: 60_000, jitter: 0 };
-/** Shorter than one poll: a waiter still waiting by then was never woken. */
-const WAIT = 20_000;
+/**
+ * Shorter than one poll: a waiter still waiting by then was never woken. Longer than a failover
+ * whose first election failed plus a renewal period (sentinel-master-killed.test.ts).
+ */
+const WAIT = 40_000;
 /** How long the woken waiters may take to take the locks: a few round trips, far below `WAIT`. */
 const WOKEN_WITHIN = 5_000;
 
@@ -19,16 +22,20 @@ export function fourKinds(redisson: Redisson, names: readonly string[]) {
   ];
 }
 
-/** Waiting calls of thread 1 on each lock, for `WAIT`: what each answered, once it has. */
-export function waitOn(locks: ReturnType<typeof fourKinds>): (boolean | undefined)[] {
-  const answers: (boolean | undefined)[] = locks.map(() => undefined);
+/**
+ * Waiting calls of thread 1 on each lock, for `WAIT`: what each answered once it has, or the
+ * error it rejected with (then named by the failed expectation).
+ */
+export function waitOn(locks: ReturnType<typeof fourKinds>): unknown[] {
+  const answers: unknown[] = locks.map(() => undefined);
   locks.forEach((lock, i) => {
     lock.tryLock({ wait: WAIT, threadId: 1 }).then(
       (answer) => {
         answers[i] = answer;
       },
-      // Settled by shutdown() when the test fails before the waiters took the locks.
-      () => {},
+      (error: unknown) => {
+        answers[i] = String(error);
+      },
     );
   });
   return answers;
@@ -44,7 +51,7 @@ export async function expectHandedOver(
   waiter: Redisson,
   waiting: ReturnType<typeof fourKinds>,
   names: readonly string[],
-  answers: readonly (boolean | undefined)[],
+  answers: readonly unknown[],
   fence: number | null,
   free: (lock: ReturnType<typeof fourKinds>[number]) => Promise<unknown> = (lock) =>
     lock.unlock({ threadId: 1 }),
