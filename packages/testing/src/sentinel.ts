@@ -58,13 +58,15 @@ export interface RedisSentinel {
    */
   failover(): Promise<RedisServer>;
   /**
-   * Resolves once every running sentinel that is not paused has switched to `master`: its own
-   * record of the master names it, with no failover in progress. Each has then published its
-   * `+switch-master`, on which ioredis's `failoverDetector` drops the client's connections and
-   * connects again (once per message that reaches a connection). `master()` names the promoted
-   * replica earlier, while the sentinel leading the failover still reconfigures the others.
+   * Resolves with the new master once every running sentinel that is not paused has switched
+   * away from `old` to one same master: its own record names it, with no failover in progress.
+   * Each has then published its `+switch-master`, on which ioredis's `failoverDetector` drops the
+   * client's connections and connects again (once per message that reaches a connection).
+   * `master()` names a promoted replica earlier, while the sentinel leading the failover still
+   * reconfigures the others, and a failover that does not complete may be followed by one that
+   * promotes another replica. Waits up to the setup's `timeout`.
    */
-  switched(master: RedisServer): Promise<void>;
+  switchedFrom(old: RedisServer): Promise<RedisServer>;
   /** Stops sentinels, then data servers. */
   stop(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -212,18 +214,26 @@ class SentinelSetup implements RedisSentinel {
     }
   }
 
-  async switched(master: RedisServer): Promise<void> {
+  async switchedFrom(old: RedisServer): Promise<RedisServer> {
+    let master: RedisServer | undefined;
     await waitFor(
-      `every sentinel to switch to master port ${master.port}`,
+      `every sentinel to switch away from master port ${old.port}`,
       async () => {
-        for (const sentinel of this.liveSentinels()) {
-          const record = await sentinelRecord(adminClient(sentinel), 'MASTER', this.masterName);
-          if (Number(record.port) !== master.port || /failover/.test(record.flags ?? '')) return false;
-        }
+        const records = await Promise.all(
+          this.liveSentinels().map((sentinel) =>
+            sentinelRecord(adminClient(sentinel), 'MASTER', this.masterName),
+          ),
+        );
+        const ports = new Set(records.map((record) => Number(record.port)));
+        if (ports.size > 1 || ports.has(old.port)) return false;
+        if (records.some((record) => /failover/.test(record.flags ?? ''))) return false;
+        master = this.nodes.find((node) => ports.has(node.port));
+        if (!master) throw new Error(`sentinels name an unknown master on port ${[...ports][0]}`);
         return true;
       },
       { timeout: this.timeout, interval: 100 },
     );
+    return master!;
   }
 
   /** Waits until every sentinel names `master`, sees every replica and every other sentinel. */

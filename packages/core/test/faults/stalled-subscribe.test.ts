@@ -86,6 +86,9 @@ it.each([
     const waiting = locker.acquire('k', { wait: 2 * JOIN_BOUND, signal: controller.signal });
     const settledWith: (typeof joins)[] = [];
     await untilQueued(direct, 'k', 1);
+    // Queued by the server before its refusal reached the call, which then sends the join: on a
+    // loaded host the test got here first once, and the call settled before joining.
+    await until(async () => joins.sent === 1, 'the join sent');
     const { error, ms } = await settleAfter(
       () => (what === 'close()' ? void locker.close() : controller.abort()),
       waiting.finally(() => settledWith.push({ ...joins })),
