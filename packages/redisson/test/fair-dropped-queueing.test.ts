@@ -1,4 +1,4 @@
-import { DEFAULT_COMMAND_TIMEOUT, DEFAULT_RETRY } from '@lock/core';
+import { DEFAULT_RETRY } from '@lock/core';
 import { lostMessageBound, proxiedClient, startRedis, type TcpProxy, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,12 @@ import { createRedisson, FAIR_WAIT_ALLOWANCE, type Redisson } from '../src/index
  * entry's deadline (the holder's TTL plus the 300 s allowance) must never be what the waiter
  * waits for: it gets the lock within the engine's bound for a lost release message.
  */
-const FOUND_WITHIN = lostMessageBound(DEFAULT_RETRY.max, DEFAULT_COMMAND_TIMEOUT);
+/**
+ * The waiting client's command timeout: how long the engine waits for the dropped attempt before
+ * giving it up. Long enough that the first case unlocks well within it on a loaded host.
+ */
+const UNANSWERED_FOR = 5_000;
+const FOUND_WITHIN = lostMessageBound(DEFAULT_RETRY.max, UNANSWERED_FOR);
 
 describe('a fair-lock waiter whose queueing attempt was dropped with its connection', () => {
   let stop: () => Promise<void>;
@@ -28,7 +33,7 @@ describe('a fair-lock waiter whose queueing attempt was dropped with its connect
     proxy = proxied.proxy;
     direct = server.client();
     holder = createRedisson({ redis: server.client() });
-    waiting = createRedisson({ redis: proxied.redis });
+    waiting = createRedisson({ redis: proxied.redis, commandTimeout: UNANSWERED_FOR });
     // The server checked and the scripts loaded first: the queueing script's reply is the first
     // one the reset meets, not a check's or a NOSCRIPT.
     await waiting.getFairLock('warm-up').lock({ threadId: 1 });
@@ -49,6 +54,7 @@ describe('a fair-lock waiter whose queueing attempt was dropped with its connect
     const resets = proxy.resets;
     proxy.resetAfter(0, 'downstream', 1);
     let heldAt: number | undefined;
+    const sentAt = performance.now();
     const waiter = waiting
       .getFairLock(name)
       .lock({ threadId: 1 })
@@ -62,7 +68,7 @@ describe('a fair-lock waiter whose queueing attempt was dropped with its connect
     // Its deadline: the holder's TTL and the allowance, far past anything the waiter may wait.
     const deadline = Number(await direct.zscore(`redisson_lock_timeout:{${name}}`, owner));
     expect(deadline).toBeGreaterThan(Date.now() + FAIR_WAIT_ALLOWANCE);
-    return { owner, queued, waiter, heldAt: () => heldAt };
+    return { owner, queued, waiter, sentAt, heldAt: () => heldAt };
   }
 
   async function unlockAndMeasure(name: string, queue: Awaited<ReturnType<typeof queueDropped>>) {
@@ -85,8 +91,10 @@ describe('a fair-lock waiter whose queueing attempt was dropped with its connect
   it('takes the lock promptly when the holder unlocks while that attempt is still unanswered', async () => {
     const name = 'dropped:unanswered';
     const queue = await queueDropped(name);
+    // Before the engine could give the attempt up: it is still unanswered when the holder unlocks.
+    expect(performance.now() - queue.sentAt).toBeLessThan(UNANSWERED_FOR);
     await unlockAndMeasure(name, queue);
-  }, 30_000);
+  }, 60_000);
 
   it('takes the lock promptly when the holder unlocks after its next attempt found its place', async () => {
     const name = 'dropped:requeued';
@@ -105,5 +113,5 @@ describe('a fair-lock waiter whose queueing attempt was dropped with its connect
     );
     expect(await queue.queued()).toBe(true);
     await unlockAndMeasure(name, queue);
-  }, 30_000);
+  }, 60_000);
 });
