@@ -220,9 +220,7 @@ class SentinelSetup implements RedisSentinel {
       `every sentinel to switch away from master port ${old.port}`,
       async () => {
         const records = await Promise.all(
-          this.liveSentinels().map((sentinel) =>
-            sentinelRecord(adminClient(sentinel), 'MASTER', this.masterName),
-          ),
+          this.liveSentinels().map((sentinel) => masterRecord(adminClient(sentinel), this.masterName)),
         );
         const ports = new Set(records.map((record) => Number(record.port)));
         if (ports.size > 1 || ports.has(old.port)) return false;
@@ -309,12 +307,9 @@ async function sentinelList(
   return rows.map(fieldsOf);
 }
 
-async function sentinelRecord(
-  admin: Redis,
-  what: string,
-  masterName: string,
-): Promise<Record<string, string>> {
-  return fieldsOf((await admin.call('SENTINEL', what, masterName)) as string[]);
+/** A sentinel's own record of the master it monitors as `masterName` (`SENTINEL MASTER`). */
+async function masterRecord(admin: Redis, masterName: string): Promise<Record<string, string>> {
+  return fieldsOf((await admin.call('SENTINEL', 'MASTER', masterName)) as string[]);
 }
 
 /** A sentinel's flat [field, value, …] reply as a record. */
