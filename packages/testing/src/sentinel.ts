@@ -29,7 +29,7 @@ export interface StartSentinelOptions {
    * for the replica a failover will promote. A replica's `replicaof` is added. Default: none.
    */
   node?: (index: number) => RedisServerOptions | undefined;
-  /** Milliseconds to wait for replication and sentinels to settle, at start and in `failover()`. Default: `30_000`. */
+  /** Milliseconds to wait for replication and sentinels to settle, at start, in `failover()` and in `switchedFrom()`. Default: `30_000`. */
   timeout?: number;
 }
 
