@@ -1,6 +1,5 @@
 import { type ExtendEvent, type LostEvent, lockEvents } from '@lock/core';
-import { startSentinel, waitFor } from '@lock/testing';
-import type { Redis } from 'ioredis';
+import { connectedAgainOnEnd, startSentinel, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 import { waiterSubscribed } from '../../core/test/contract/keys.js';
 import { createRedisson } from '../src/index.js';
@@ -16,25 +15,6 @@ import { expectHandedOver, fourKinds, NO_POLLING, waitOn } from './helpers/four-
 const WATCHDOG = 20_000;
 /** The sentinels' `failover-timeout`: a failed election is tried again after twice this. */
 const FAILOVER_TIMEOUT = 4_000;
-
-/**
- * Connects `redis` again each time ioredis ends it, until the returned function is called.
- * ioredis (5 and 6) ends a Sentinel client for good when a +switch-master reaches the failover
- * detector of the connection just lost while the client asks the sentinels for the master: the
- * reconnection fails with "Connection is closed" (the waiter's, 1 run in 20 on a loaded host). The
- * core README tells users to do the same.
- */
-function connectedAgainOnEnd(redis: Redis): () => void {
-  let stopped = false;
-  const again = () => {
-    if (!stopped) redis.connect().catch(() => {});
-  };
-  redis.on('end', again);
-  return () => {
-    stopped = true;
-    redis.off('end', again);
-  };
-}
 
 /**
  * Holds a replica confirmed (WAIT gating) survive the SIGKILL of their master: the holder keeps
@@ -71,6 +51,7 @@ it.each([
     const holderRedis = setup.client({ failoverDetector: true });
     const holderClient = createRedisson({ redis: holderRedis, lockWatchdogTimeout: WATCHDOG });
     const waiterRedis = setup.client({ failoverDetector: true });
+    // ioredis may end either client in the failover (the waiter's, 1 loaded run in 20).
     const stopReconnecting = [holderRedis, waiterRedis].map(connectedAgainOnEnd);
     const waiterClient = createRedisson({
       redis: waiterRedis,

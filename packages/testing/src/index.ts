@@ -9,6 +9,7 @@ export {
   type StartClusterOptions,
   startCluster,
 } from './cluster.js';
+export { connectedAgainOnEnd } from './connected-again.js';
 export {
   type AssertHistoryOptions,
   assertHistory,

@@ -1,5 +1,11 @@
 import type { LockLostError } from '@lock/core';
-import { type RedisSentinel, type RedisServer, startSentinel, waitFor } from '@lock/testing';
+import {
+  connectedAgainOnEnd,
+  type RedisSentinel,
+  type RedisServer,
+  startSentinel,
+  waitFor,
+} from '@lock/testing';
 import { Lock } from '@lock/thinkphp';
 import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
@@ -24,50 +30,58 @@ async function connectedTo(redis: Redis, server: RedisServer): Promise<boolean> 
 async function heldAcrossFailover(setup: RedisSentinel, failover: () => Promise<RedisServer>): Promise<void> {
   const holderRedis = setup.client({ failoverDetector: true });
   const otherRedis = setup.client({ failoverDetector: true });
-  const fences: number[] = [];
-  // Earlier fences on the old master: a released lock, then the hold.
-  const earlier = new Lock(KEY, { redis: holderRedis, expire: 30 });
-  expect(await earlier.lock()).toBe(true);
-  fences.push(earlier.handle!.fence);
-  await earlier.unlock();
-  const holder = new Lock(KEY, { redis: holderRedis, expire: 30 });
-  expect(await holder.lock()).toBe(true);
-  const held = holder.handle!;
-  fences.push(held.fence);
-  const value = await holderRedis.get(KEY);
+  // ioredis may end either client when the master is killed (see connectedAgainOnEnd).
+  const stopReconnecting = [holderRedis, otherRedis].map(connectedAgainOnEnd);
+  try {
+    const fences: number[] = [];
+    // Earlier fences on the old master: a released lock, then the hold.
+    const earlier = new Lock(KEY, { redis: holderRedis, expire: 30 });
+    expect(await earlier.lock()).toBe(true);
+    fences.push(earlier.handle!.fence);
+    await earlier.unlock();
+    const holder = new Lock(KEY, { redis: holderRedis, expire: 30 });
+    expect(await holder.lock()).toBe(true);
+    const held = holder.handle!;
+    fences.push(held.fence);
+    const value = await holderRedis.get(KEY);
 
-  const promoted = await failover();
-  for (const redis of [holderRedis, otherRedis]) {
-    await waitFor(`a client on the new master ${promoted.port}`, () => connectedTo(redis, promoted));
+    const promoted = await failover();
+    for (const redis of [holderRedis, otherRedis]) {
+      await waitFor(`a client on the new master ${promoted.port}`, () => connectedTo(redis, promoted));
+    }
+    // The holder's client has stamped its counter on the new master once a grant there is in
+    // the next epoch: by then an unconfirmed hold would have aborted, this confirmed one must not.
+    const probe = new Lock(PROBE, { redis: holderRedis, expire: 30 });
+    expect(await probe.lock()).toBe(true);
+    expect(probe.handle!.fence).toBeGreaterThan(EPOCH);
+    fences.push(probe.handle!.fence);
+    await probe.unlock();
+    expect(held.signal.aborted, String((held.signal.reason as LockLostError | undefined)?.reason)).toBe(
+      false,
+    );
+    expect(await promoted.client().get(KEY)).toBe(value);
+
+    const second = new Lock(KEY, { redis: otherRedis, expire: 30, retryMax: 1 });
+    expect(await second.lock()).toBe(false);
+    if (phpAvailable) {
+      // The PHP class, on the promoted master's address, reads Node's lock and is refused too.
+      expect(await php('lock', { port: promoted.port, key: KEY, expire: 30 })).toMatchObject({
+        acquired: false,
+        value,
+      });
+    }
+
+    await holder.unlock();
+    expect(holder.handle).toBeNull();
+    expect(await promoted.client().exists(KEY)).toBe(0);
+    expect(await second.lock()).toBe(true);
+    const next = second.handle!.fence;
+    expect(next).toBeGreaterThan(EPOCH);
+    expect(next).toBeGreaterThan(Math.max(...fences));
+    await second.unlock();
+  } finally {
+    for (const stop of stopReconnecting) stop();
   }
-  // The holder's client has stamped its counter on the new master once a grant there is in
-  // the next epoch: by then an unconfirmed hold would have aborted, this confirmed one must not.
-  const probe = new Lock(PROBE, { redis: holderRedis, expire: 30 });
-  expect(await probe.lock()).toBe(true);
-  expect(probe.handle!.fence).toBeGreaterThan(EPOCH);
-  fences.push(probe.handle!.fence);
-  await probe.unlock();
-  expect(held.signal.aborted, String((held.signal.reason as LockLostError | undefined)?.reason)).toBe(false);
-  expect(await promoted.client().get(KEY)).toBe(value);
-
-  const second = new Lock(KEY, { redis: otherRedis, expire: 30, retryMax: 1 });
-  expect(await second.lock()).toBe(false);
-  if (phpAvailable) {
-    // The PHP class, on the promoted master's address, reads Node's lock and is refused too.
-    expect(await php('lock', { port: promoted.port, key: KEY, expire: 30 })).toMatchObject({
-      acquired: false,
-      value,
-    });
-  }
-
-  await holder.unlock();
-  expect(holder.handle).toBeNull();
-  expect(await promoted.client().exists(KEY)).toBe(0);
-  expect(await second.lock()).toBe(true);
-  const next = second.handle!.fence;
-  expect(next).toBeGreaterThan(EPOCH);
-  expect(next).toBeGreaterThan(Math.max(...fences));
-  await second.unlock();
 }
 
 it('a WAIT-confirmed hold survives SENTINEL FAILOVER: it excludes, unlocks on the new master, fences go on above', async () => {
