@@ -22,10 +22,11 @@ export function checkEvictionOption(value: unknown): EvictionCheck {
  * while its holder still believes it holds it. Warns once per server (`process.emitWarning`),
  * or refuses with `UnsafeServerError`. A user not allowed `CONFIG GET` (ACL) is not checked.
  *
- * @param closes how many connections of the client closed so far: a question still unanswered
- *   when its connection closed is asked again, as a client that drops what it had not had
- *   answered (`autoResendUnfulfilledCommands: false`) never settles it, and every acquisition
- *   would wait on it. Default: none ever.
+ * @param closes how many connections of the client closed so far, given for a client that drops
+ *   what it had not had answered (`autoResendUnfulfilledCommands: false`): a question still
+ *   unanswered when its connection closed is then asked again, as that client never settles it,
+ *   and every acquisition would wait on it. Default: none ever (any other client sends the
+ *   question again once it has reconnected).
  */
 export function evictionGate(
   redis: RedisClient,

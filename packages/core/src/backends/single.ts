@@ -67,7 +67,15 @@ export function singleBackend(
   }
   checkSubscriber(options.subscriber);
   const replication = replicationGate(redis, orDefault(options.replication, 'auto'), () => connection.closes);
-  const checkEviction = evictionGate(redis, checkEvictionOption(options.eviction), () => connection.closes);
+  const dropsUnanswered =
+    (redis as { options?: { autoResendUnfulfilledCommands?: boolean } }).options
+      ?.autoResendUnfulfilledCommands === false;
+  // Any other client sends an unanswered check again once it has reconnected, and answers it.
+  const checkEviction = evictionGate(
+    redis,
+    checkEvictionOption(options.eviction),
+    dropsUnanswered ? () => connection.closes : undefined,
+  );
   // Taken once every option passed: a refused locker must leave no listener on the client.
   const connection = connectionOf(redis);
   const cluster = isCluster(redis);
@@ -117,9 +125,7 @@ export function singleBackend(
     get connectionCloses() {
       return cluster ? undefined : connection.closes;
     },
-    dropsUnanswered:
-      (redis as { options?: { autoResendUnfulfilledCommands?: boolean } }).options
-        ?.autoResendUnfulfilledCommands === false,
+    dropsUnanswered,
     get connectionError() {
       return connection.error;
     },

@@ -1,5 +1,5 @@
 import { createLocker, LockUnavailableError, UnsafeServerError } from '@lock/core';
-import { proxiedClient, startRedis } from '@lock/testing';
+import { proxiedClient, startRedis, waitFor } from '@lock/testing';
 import { expect, it } from 'vitest';
 
 /**
@@ -20,6 +20,30 @@ it("asks the server's eviction policy again when the reply of the first question
     await lock.release();
     const other = await locker.acquire('other', { wait: 2_000 });
     await other.release();
+  } finally {
+    await locker.close();
+  }
+}, 20_000);
+
+it('with the default resend, asks the eviction policy once: the client sends the question again itself after the reset', async () => {
+  await using server = await startRedis();
+  // Reconnects a second after the reset: acquisitions made meanwhile find the question unanswered.
+  await using proxied = await proxiedClient(server, { redis: { retryStrategy: () => 1_000 } });
+  const direct = server.client();
+  const locker = createLocker({ redis: proxied.redis });
+  const asked = async () => {
+    const stats = await direct.info('commandstats');
+    return Number(/cmdstat_config\|get:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  };
+  try {
+    proxied.proxy.resetAfter(0, 'downstream', 1);
+    const first = locker.acquire('first', { wait: 5_000 });
+    await waitFor('the reset', async () => proxied.proxy.resets === 1 && proxied.redis.status !== 'ready');
+    const second = locker.acquire('second', { wait: 5_000 });
+    const locks = await Promise.all([first, second]);
+    // The question, run before the reset, then its copy the client sent again: no third.
+    expect(await asked()).toBe(2);
+    for (const lock of locks) await lock.release();
   } finally {
     await locker.close();
   }
