@@ -15,7 +15,12 @@ export class ThinkEnvError extends LockError {
 }
 
 /** ThinkPHP turns these raw strings of the file into booleans on `Env::get`. */
-const CONVERTED: Readonly<Record<string, boolean>> = { true: true, false: false, on: true, off: false };
+const CONVERTED: ReadonlyMap<string, boolean> = new Map([
+  ['true', true],
+  ['false', false],
+  ['on', true],
+  ['off', false],
+]);
 
 /**
  * Settings read the way ThinkPHP 6's `Env` reads them: `get('redis.host')` looks up
@@ -37,7 +42,7 @@ export class ThinkEnv {
   get<T>(name: string, fallback?: T): string | boolean | T | undefined {
     const key = envName(name);
     const raw = this.values.get(key);
-    if (raw !== undefined) return CONVERTED[raw] ?? raw;
+    if (raw !== undefined) return CONVERTED.get(raw) ?? raw;
     // `Env::getEnv` converts only these two: `PHP_REDIS_AUTH=on` is the password "on".
     const variable = this.processEnv[`PHP_${key}`];
     if (variable === undefined) return fallback;
@@ -54,7 +59,28 @@ export class ThinkEnv {
 }
 
 function envName(name: string): string {
-  return name.replaceAll('.', '_').toUpperCase();
+  return upperCased(name.replaceAll('.', '_'));
+}
+
+/**
+ * PHP's `strtoupper` and `array_change_key_case`: ASCII letters only (locale-independent since
+ * PHP 8.2, the C locale's before), where `toUpperCase` would make `HOST` of `hoſt`.
+ */
+function upperCased(name: string): string {
+  return name.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
+}
+
+/**
+ * What PHP's INI scanner strips around names and values: spaces and tabs, not the other blanks
+ * `trim()` strips (a no-break space pasted from a web page, U+3000, a vertical tab), which PHP
+ * keeps as part of a name or value.
+ */
+function withoutBlanks(text: string): string {
+  return text.replace(/^[ \t]+|[ \t]+$/g, '');
+}
+
+function withoutLeadingBlanks(text: string): string {
+  return text.replace(/^[ \t]+/, '');
 }
 
 /**
@@ -64,6 +90,11 @@ function envName(name: string): string {
 const NOT_IN_NAME = /[!"$&()^{|}~]/;
 /** In a name without a value, `[` too: PHP reads it as the start of an array setting's `= value`. */
 const NOT_IN_BARE_NAME = /[!"$&()[^{|}~]/;
+/**
+ * Names PHP's scanner reads as constants: one fails the whole file, but where the line starts
+ * with spaces alone before it (` none = 1` is a setting named `none`).
+ */
+const CONSTANT_NAME = /^(?:true|false|null|yes|no|on|off|none)$/i;
 
 /** One setting of the file: its raw value and where it was written, for messages. */
 interface Setting {
@@ -83,15 +114,17 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
   const parsed = new Map<string, Setting | Map<string, Setting>>();
   let section: Map<string, Setting> | undefined;
   let sectionName = '';
-  // A lone CR ends a line too, as PHP's scanner reads it.
-  const lines = text.split(/\r\n|\r|\n/);
+  // A lone CR ends a line too, as PHP's scanner reads it. A byte order mark is dropped at the
+  // start of the file only: anywhere else PHP keeps it in the name it precedes.
+  const lines = text.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
   lines.forEach((rawLine, index) => {
     const refused = (problem?: string) => new ThinkEnvError(path, index + 1, rawLine, problem);
     // PHP's scanner reads spaces before a bracket as the start of an array setting's name:
     // ` [REDIS]` without `= value` after it fails the whole file. A tab is a blank to it.
     if (/^ +\[/.test(rawLine))
       throw refused('a section header indented with spaces, which PHP does not read as one');
-    let line = rawLine.trim();
+    let line = withoutBlanks(rawLine);
+    let afterSection = false;
     // PHP reads what follows the bracket on a section line as a line of its own: a comment
     // (`[REDIS] ; main`), another section, even a setting. The name is kept as written, blanks
     // inside the brackets included, and may be empty: `[]` makes `_NAME` settings.
@@ -101,23 +134,28 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
       sectionName = line.slice(1, close);
       section = new Map();
       parsed.set(sectionName, section);
-      line = line.slice(close + 1).trimStart();
+      line = withoutLeadingBlanks(line.slice(close + 1));
+      afterSection = true;
     }
     if (line === '' || line.startsWith(';')) return;
     const end = line.search(/[=;]/);
     const isSetting = line[end] === '=';
-    const name = (end < 0 ? line : line.slice(0, end)).trim();
+    const name = withoutBlanks(end < 0 ? line : line.slice(0, end));
     // PHP fails the whole file at these refusals, and ThinkPHP then loads none of it: read as
     // given, Node would lock with settings the PHP side never sees.
     const unreadable = (isSetting ? NOT_IN_NAME : NOT_IN_BARE_NAME).exec(name);
     if (unreadable) throw refused(`PHP rejects the whole file at ${JSON.stringify(unreadable[0])} in a name`);
+    if (CONSTANT_NAME.test(name) && (afterSection || !/^ +[^ \t]/.test(rawLine)))
+      throw refused(
+        `PHP rejects the whole file at the name ${JSON.stringify(name)}, which it reads as a constant`,
+      );
     // A name without a value (a forgotten `=`, a `#` comment, which PHP 7 dropped): PHP sets
     // nothing for it.
     if (!isSetting) return;
     if (name === '') throw refused();
     const value = line.slice(end + 1);
     // PHP: "unexpected end of file".
-    if (index === lines.length - 1 && value.trimStart().startsWith(';'))
+    if (index === lines.length - 1 && withoutLeadingBlanks(value).startsWith(';'))
       throw refused(
         'PHP rejects the whole file when its last line holds a value that is only a comment, with no line break after it',
       );
@@ -127,7 +165,7 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
   // `Env::set`: array_change_key_case(CASE_UPPER), where the later of two names that differ in
   // case only wins in the place of the first; then each section flattened, in that order.
   const upper = new Map<string, Setting | Map<string, Setting>>();
-  for (const [name, entry] of parsed) upper.set(name.toUpperCase(), entry);
+  for (const [name, entry] of parsed) upper.set(upperCased(name), entry);
   const values = new Map<string, string>();
   const origins = new Map<string, string>();
   const keep = (name: string, { value, origin }: Setting) => {
@@ -136,7 +174,7 @@ export function parseThinkEnv(text: string, path = '.env', processEnv?: NodeJS.P
   };
   for (const [name, entry] of upper) {
     if (entry instanceof Map)
-      for (const [inner, setting] of entry) keep(`${name}_${inner.toUpperCase()}`, setting);
+      for (const [inner, setting] of entry) keep(`${name}_${upperCased(inner)}`, setting);
     else keep(name, entry);
   }
   return new ThinkEnv(values, processEnv, origins);
@@ -157,7 +195,7 @@ export function loadThinkEnv(path: string, processEnv?: NodeJS.ProcessEnv): Thin
  * Single quotes are kept: `'p;ss'` is `'p`, as ThinkPHP sees it.
  */
 function rawValue(text: string): string {
-  const value = text.replace(/^[ \t]+/, '');
+  const value = withoutLeadingBlanks(text);
   let comment = -1;
   for (let i = 0; i < value.length; i++) {
     if (value[i] === ';' && comment < 0) comment = i;

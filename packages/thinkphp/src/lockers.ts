@@ -107,7 +107,8 @@ export function closeEnvClients(): Promise<void> {
   envClients.clear();
   const closed = Promise.all(
     clients.map(async (client) => {
-      for (const locker of lockers.get(client)?.values() ?? []) await locker.close();
+      // Side by side: against a frozen server each close waits out its command timeout.
+      await Promise.all([...(lockers.get(client)?.values() ?? [])].map((locker) => locker.close()));
       lockers.delete(client);
       // QUIT lets what is queued finish; a frozen server never answers it, so it is bounded.
       await bounded(client.quit(), DEFAULT_COMMAND_TIMEOUT, 'env connection', 'disconnect').catch(() => {});

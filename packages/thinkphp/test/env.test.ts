@@ -56,6 +56,20 @@ describe('loadThinkEnv', () => {
     expect(env.get('auth')).toBe(true);
   });
 
+  it('answers a value named like a member of Object.prototype as the string it is', () => {
+    const env = parseThinkEnv(
+      '[REDIS]\nAUTH = valueOf\nHOST = toString\n[APP]\nNAME = __proto__\n',
+      '.env',
+      {},
+    );
+    expect([env.get('redis.auth'), env.get('redis.host'), env.get('app.name')]).toEqual([
+      'valueOf',
+      'toString',
+      '__proto__',
+    ]);
+    expect(thinkRedisOptions(env)).toMatchObject({ host: 'toString', password: 'valueOf' });
+  });
+
   it('turns redis.* settings into ioredis options and refuses a bad port naming it', () => {
     expect(thinkRedisOptions(parseThinkEnv(sample, '.env', {}))).toEqual({
       host: '127.0.0.1',
@@ -71,6 +85,18 @@ describe('loadThinkEnv', () => {
     const flat = parseThinkEnv('; app\nREDIS_DATABASE = two\n', 'app/.env', {});
     expect(() => thinkRedisOptions(flat)).toThrow(
       /"redis\.database": "two" .*read from app\/\.env:2, REDIS_DATABASE\)$/,
+    );
+    // PHP connects to a port written with a leading zero, but sends the database as written,
+    // and Redis refuses `SELECT 01` (checked against a server below).
+    expect(
+      thinkRedisOptions(parseThinkEnv('[REDIS]\nPORT = 06390\nDATABASE = 0\n', '.env', {})),
+    ).toMatchObject({
+      port: 6390,
+      db: 0,
+    });
+    const zeroed = parseThinkEnv('[REDIS]\nDATABASE = 01\n', '.env', {});
+    expect(() => thinkRedisOptions(zeroed)).toThrow(
+      /"redis\.database": "01" .*without leading zeros; read from \.env:2, DATABASE in \[REDIS\]\)$/,
     );
     const variable = parseThinkEnv('', '.env', { PHP_REDIS_PORT: 'x' });
     expect(() => thinkRedisOptions(variable)).toThrow(
@@ -206,6 +232,61 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
     expect(inNode).toEqual(inPhp);
   });
 
+  it('strips only spaces and tabs around names and values, upper-cases ASCII letters only, and drops a byte order mark at the start alone, as PHP does', async () => {
+    const files = [
+      // A no-break space pasted from a web page: part of the name to PHP, which keeps database 1.
+      '[REDIS]\nDATABASE = 1\n\u00a0DATABASE = 2\n',
+      '[REDIS]\nHOST = 10.0.0.9\u00a0\nPORT = 6391\u3000\n',
+      '[REDIS]\n\u3000HOST\t=\t \u3000\n\vPORT = 6391\nAUTH = a\f\n',
+      '\uFEFF[REDIS]\nHOST = 10.0.0.9\n\uFEFFPORT = 6391\n',
+      '[REDIS]\nhoſt = 10.0.0.9\nßPORT = 6391\n',
+    ];
+    const inPhp = await phpThinkEnv(files);
+    expect(inPhp).toEqual([
+      { REDIS_DATABASE: '1', 'REDIS_\u00a0DATABASE': '2' },
+      { REDIS_HOST: '10.0.0.9\u00a0', REDIS_PORT: '6391\u3000' },
+      { 'REDIS_\u3000HOST': '\u3000', 'REDIS_\vPORT': '6391', REDIS_AUTH: 'a\f' },
+      { REDIS_HOST: '10.0.0.9', 'REDIS_\uFEFFPORT': '6391' },
+      { REDIS_HOſT: '10.0.0.9', REDIS_ßPORT: '6391' },
+    ]);
+    // The names Node would make of them by trimming every blank and upper-casing every letter.
+    const names = ['REDIS_HOST', 'REDIS_PORT', 'REDIS_SSPORT', 'REDIS_AUTH', 'REDIS_DATABASE'];
+    const inNode = files.map((file, i) => namedSettings(file, [...names, ...Object.keys(inPhp[i]!)]));
+    expect(inNode).toEqual(inPhp);
+  });
+
+  it('refuses a file naming a setting as PHP names a constant, which PHP rejects whole, but where only spaces start the line', async () => {
+    const rejected = [
+      '[REDIS]\nHOST = 10.0.0.9\n[FEATURE]\nNONE = 1\n',
+      '[REDIS]\nHOST = 10.0.0.9\nnull\n',
+      '[REDIS]\nHOST = 10.0.0.9\n\tOff\t= 1\n',
+      '[REDIS]\nHOST = 10.0.0.9\n \tyes = 1\n',
+      '[REDIS]\nHOST = 10.0.0.9\n[FEATURE]  true = 1\n',
+      '[REDIS]\r\nHOST = 10.0.0.9\r\nfalse;x\r\n',
+    ];
+    expect(await phpThinkEnv(rejected)).toEqual(rejected.map(() => ({})));
+    for (const file of rejected) {
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(ThinkEnvError);
+      expect(() => parseThinkEnv(file, 'app/.env', {})).toThrow(
+        /^app\/\.env:[34]: PHP rejects the whole file at the name "\w+", which it reads as a constant/,
+      );
+    }
+    const accepted = [
+      '[REDIS]\nHOST = 10.0.0.9\n  none = 1\n',
+      '[REDIS]\nHOST = 10.0.0.9\n On\n',
+      '[REDIS]\nHOST = 10.0.0.9\nnone x = 1\ntrue_a = 2\nnonea = 3\n',
+    ];
+    const inPhp = await phpThinkEnv(accepted);
+    expect(inPhp).toEqual([
+      { REDIS_HOST: '10.0.0.9', REDIS_NONE: '1' },
+      { REDIS_HOST: '10.0.0.9' },
+      { REDIS_HOST: '10.0.0.9', 'REDIS_NONE X': '1', REDIS_TRUE_A: '2', REDIS_NONEA: '3' },
+    ]);
+    expect(accepted.map((file, i) => namedSettings(file, ['REDIS_ON', ...Object.keys(inPhp[i]!)]))).toEqual(
+      inPhp,
+    );
+  });
+
   it('ends a line at a lone CR, as PHP does', async () => {
     const file = '[REDIS]\rHOST = 10.0.0.9\rPORT = 6391\r';
     const [inPhp] = await phpThinkEnv([file]);
@@ -308,6 +389,16 @@ describe('a Lock connected from a .env file', () => {
     await Lock.disconnect();
     // Nothing ran on the db ioredis stayed on after the refused SELECT.
     expect(await server.client().keys('*lock_baddb*')).toEqual([]);
+  });
+
+  it('refuses a database written with a leading zero, which the server refuses as Predis sends it, before connecting', async () => {
+    await expect(server.client().call('SELECT', '01')).rejects.toThrow(/ERR value is not an integer/);
+    const env = parseThinkEnv(
+      `[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\nDATABASE = 01\n`,
+      '.env',
+      {},
+    );
+    expect(() => new Lock('lock_zero:1', { env })).toThrow(/"redis\.database": "01"/);
   });
 
   it('disconnect() called again while it runs resolves once the first call has released and closed', async () => {

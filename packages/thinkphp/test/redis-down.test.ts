@@ -83,3 +83,30 @@ it('an { env } connection to a Redis that is down prints no "Unhandled error eve
   const unhandled = printed.mock.calls.filter(([first]) => String(first).includes('Unhandled error event'));
   expect(unhandled).toEqual([]);
 });
+
+/**
+ * One env connection has a locker per distinct clock and timeout settings, and against a frozen
+ * server each one's close waits for the lock it still holds, up to its command timeout. Closed
+ * one after another, ten took 10 s here; side by side, one close and the QUIT's 500 ms, as the
+ * README says.
+ */
+it("Lock.disconnect() against a frozen server closes one connection's lockers side by side, within about one commandTimeout", async () => {
+  const server = await startRedis();
+  onTestFinished(() => server.stop());
+  const env = parseThinkEnv(`[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\n`);
+  for (let i = 0; i < 10; i++) {
+    const lock = new Lock(`frozen:disconnect:${i}`, {
+      env,
+      commandTimeout: COMMAND_TIMEOUT,
+      // Held past every close: a hold whose lease ran out meanwhile has nothing left to release.
+      expire: 60,
+      peerClockAhead: i * 100,
+    });
+    expect(await lock.lock()).toBe(true);
+  }
+  server.pause();
+  onTestFinished(() => server.resume());
+  const started = performance.now();
+  await Lock.disconnect();
+  expect(performance.now() - started).toBeLessThan(COMMAND_TIMEOUT + 500 + SLACK);
+});
