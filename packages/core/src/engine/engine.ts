@@ -1100,6 +1100,7 @@ class Engine implements Locker {
         request.resource,
         request.owner,
         reply.token,
+        reply.fence,
         request.ttl,
         request.renew,
         sentAt + reply.validity,
@@ -1113,8 +1114,11 @@ class Engine implements Locker {
     }
     call.hold = hold;
     this.watchdog.watch(hold);
+    // A re-entry keeps the hold's fence, whatever the backend answers: a RedLock master that
+    // granted the hold late drew one of its own, which it may report until the hold's reaches it.
+    const { fence } = hold;
     this.emit('acquire', hold, () => ({
-      fence: reply.fence,
+      fence,
       holds: reply.holds,
       waited: this.clock() - started,
       attempts,
@@ -1127,7 +1131,7 @@ class Engine implements Locker {
       hold.unreleased ??= new Set();
       hold.unreleased.add(undone);
     }
-    return new LockHandle(this, hold, reply.fence, reply.holds, request.renew, undone);
+    return new LockHandle(this, hold, fence, reply.holds, request.renew, undone);
   }
 
   /**

@@ -62,6 +62,8 @@ export class Hold {
     readonly resource: string,
     readonly owner: string,
     public token: string,
+    /** The fence its first acquisition handed out: every re-entry reports it. */
+    readonly fence: number,
     /** Lease applied on every renewal, in ms. */
     public ttl: number,
     /** Whether the acquisition that made it asked for renewal. */

@@ -38,6 +38,11 @@ export async function acquireOnQuorum(
   // when the engine says so (see `AttemptContext.lateGrant`). A fresh owner's late grant to an
   // attempt handed out goes to the engine as well: the hold's release may not have reached it.
   let undone = false;
+  // The fence handed out, once decided; until then, the late grants (master, fence) it may have to
+  // be given to. A master that granted after the others decided drew a fence of its own, above
+  // theirs when its counter was ahead: a later re-entry it answers would report that one.
+  let handed: number | undefined;
+  const lateFences: [index: number, fence: number][] = [];
   const outcomes = await fanOut(
     clients,
     context.nodeTimeout,
@@ -46,7 +51,12 @@ export async function acquireOnQuorum(
         protocol.acquire(redis, resource, owner, ttl, attempt),
       ),
     (index, reply) => {
-      if (!reply.acquired || (!undone && !attempt?.fresh)) return;
+      if (!reply.acquired) return;
+      if (!undone) {
+        if (handed === undefined) lateFences.push([index, reply.fence]);
+        else if (reply.fence !== handed) keepFenceOn(context, index, resource, owner, handed);
+      }
+      if (!undone && !attempt?.fresh) return;
       const undo = () => undoOn(context, resource, owner, index, attempt);
       if (attempt?.lateGrant) attempt.lateGrant(undo);
       else if (undone && !attempt?.fresh) void undo();
@@ -78,6 +88,9 @@ export async function acquireOnQuorum(
     const validity = validityOf(leaseOf(grants, quorum, ttl), context.driftFactor);
     const elapsed = context.clock() - start;
     if (publication.published && stillValid(validity, elapsed)) {
+      handed = fence;
+      for (const [index, late] of lateFences)
+        if (late !== fence) keepFenceOn(context, index, resource, owner, fence);
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
     undone = true;
@@ -193,6 +206,23 @@ async function keepFence(
   });
   if (!protocol.keepFence || stray.length === 0) return;
   await fanOut(stray, context.nodeTimeout, (redis) => protocol.keepFence!(redis, resource, owner, fence));
+}
+
+/**
+ * Gives master `index`'s hold of `owner` the grant's `fence`, in the background: sent after its
+ * late grant's reply, it cannot overtake that grant. Lost, it matters only to a later re-entry
+ * that master answers (see `keepFence`).
+ */
+function keepFenceOn(
+  context: QuorumContext,
+  index: number,
+  resource: string,
+  owner: string,
+  fence: number,
+): void {
+  const redis = context.clients[index];
+  if (!context.protocol.keepFence || !redis) return;
+  context.protocol.keepFence(redis, resource, owner, fence).catch(() => {});
 }
 
 /**
