@@ -182,10 +182,7 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       ' REDIS _HOST',
       ' REDIS _PORT',
     ];
-    const inPhp = await phpThinkEnv(files);
-    const inNode = files.map((file) => namedSettings(file, names));
-    expect(inNode).toEqual(inPhp);
-    expect(inPhp).toEqual([
+    await expectReadAsPhp(files, names, [
       { DB_HOST: 'db', REDIS_DATABASE: '2' },
       { REDIS_PORT: '6391' },
       { REDIS_HOST: '10.0.0.1', REDIS_PORT: '6391' },
@@ -207,17 +204,6 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       '[REDIS] HOST = 10.0.0.9\n[DB] [REDIS2]\nPORT = 6391\n',
       '\t[REDIS]\n  HOST = 10.0.0.9\n',
     ];
-    const inPhp = await phpThinkEnv(files);
-    expect(inPhp).toEqual([
-      { REDIS_HOST: '10.0.0.9' },
-      { REDIS_PORT: '6391' },
-      { REDIS_AUTH: 'a\\', REDIS_PORT: '6391' },
-      { REDIS_HOST: '10.0.0.9', _PORT: '6391' },
-      { 'REDIS_# HOST': '10.0.0.2', REDIS_HOST: '10.0.0.9' },
-      { REDIS_PORT: '6391' },
-      { REDIS_HOST: '10.0.0.9', REDIS2_PORT: '6391' },
-      { REDIS_HOST: '10.0.0.9' },
-    ]);
     const names = [
       'REDIS_HOST',
       'REDIS_PORT',
@@ -228,8 +214,16 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       'REDIS_# HOST',
       'REDIS2_PORT',
     ];
-    const inNode = files.map((file) => namedSettings(file, names));
-    expect(inNode).toEqual(inPhp);
+    await expectReadAsPhp(files, names, [
+      { REDIS_HOST: '10.0.0.9' },
+      { REDIS_PORT: '6391' },
+      { REDIS_AUTH: 'a\\', REDIS_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9', _PORT: '6391' },
+      { 'REDIS_# HOST': '10.0.0.2', REDIS_HOST: '10.0.0.9' },
+      { REDIS_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9', REDIS2_PORT: '6391' },
+      { REDIS_HOST: '10.0.0.9' },
+    ]);
   });
 
   it('strips only spaces and tabs around names and values, upper-cases ASCII letters only, and drops a byte order mark at the start alone, as PHP does', async () => {
@@ -241,18 +235,15 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       '\uFEFF[REDIS]\nHOST = 10.0.0.9\n\uFEFFPORT = 6391\n',
       '[REDIS]\nhoſt = 10.0.0.9\nßPORT = 6391\n',
     ];
-    const inPhp = await phpThinkEnv(files);
-    expect(inPhp).toEqual([
+    // Among the names, those Node would make of them by trimming every blank and upper-casing every letter.
+    const names = ['REDIS_HOST', 'REDIS_PORT', 'REDIS_SSPORT', 'REDIS_AUTH', 'REDIS_DATABASE'];
+    await expectReadAsPhp(files, names, [
       { REDIS_DATABASE: '1', 'REDIS_\u00a0DATABASE': '2' },
       { REDIS_HOST: '10.0.0.9\u00a0', REDIS_PORT: '6391\u3000' },
       { 'REDIS_\u3000HOST': '\u3000', 'REDIS_\vPORT': '6391', REDIS_AUTH: 'a\f' },
       { REDIS_HOST: '10.0.0.9', 'REDIS_\uFEFFPORT': '6391' },
       { REDIS_HOſT: '10.0.0.9', REDIS_ßPORT: '6391' },
     ]);
-    // The names Node would make of them by trimming every blank and upper-casing every letter.
-    const names = ['REDIS_HOST', 'REDIS_PORT', 'REDIS_SSPORT', 'REDIS_AUTH', 'REDIS_DATABASE'];
-    const inNode = files.map((file, i) => namedSettings(file, [...names, ...Object.keys(inPhp[i]!)]));
-    expect(inNode).toEqual(inPhp);
   });
 
   it('refuses a file naming a setting as PHP names a constant, which PHP rejects whole, but where only spaces start the line', async () => {
@@ -276,14 +267,14 @@ describe.runIf(phpAvailable)('.env files PHP reads its own way, checked against 
       '[REDIS]\nHOST = 10.0.0.9\n On\n',
       '[REDIS]\nHOST = 10.0.0.9\nnone x = 1\ntrue_a = 2\nnonea = 3\n',
     ];
-    const inPhp = await phpThinkEnv(accepted);
-    expect(inPhp).toEqual([
-      { REDIS_HOST: '10.0.0.9', REDIS_NONE: '1' },
-      { REDIS_HOST: '10.0.0.9' },
-      { REDIS_HOST: '10.0.0.9', 'REDIS_NONE X': '1', REDIS_TRUE_A: '2', REDIS_NONEA: '3' },
-    ]);
-    expect(accepted.map((file, i) => namedSettings(file, ['REDIS_ON', ...Object.keys(inPhp[i]!)]))).toEqual(
-      inPhp,
+    await expectReadAsPhp(
+      accepted,
+      ['REDIS_ON'],
+      [
+        { REDIS_HOST: '10.0.0.9', REDIS_NONE: '1' },
+        { REDIS_HOST: '10.0.0.9' },
+        { REDIS_HOST: '10.0.0.9', 'REDIS_NONE X': '1', REDIS_TRUE_A: '2', REDIS_NONEA: '3' },
+      ],
     );
   });
 
@@ -427,6 +418,21 @@ describe('a Lock connected from a .env file', () => {
     await lock.unlock();
   });
 });
+
+/**
+ * Checks that php-cli reads `files` (each the text of one `.env`) as `expected`, and Node the
+ * same: every name PHP made, and none of `names` that PHP did not.
+ */
+async function expectReadAsPhp(
+  files: readonly string[],
+  names: readonly string[],
+  expected: readonly Record<string, string>[],
+): Promise<void> {
+  const inPhp = await phpThinkEnv(files);
+  expect(inPhp).toEqual(expected);
+  const inNode = files.map((file, i) => namedSettings(file, [...names, ...Object.keys(inPhp[i]!)]));
+  expect(inNode).toEqual(inPhp);
+}
 
 /** The settings of `names` that a .env file's text gives, as PHP's are read by the tests (absent ones left out). */
 function namedSettings(file: string, names: readonly string[]): Record<string, unknown> {
