@@ -101,6 +101,14 @@ export interface LockBackend {
    */
   readonly dropsUnanswered?: boolean;
   /**
+   * Whether a re-entry of a hold always stands for the fence its first acquisition handed out,
+   * whatever a server answers: the engine then hands that fence to every re-entry of a hold it
+   * keeps. RedLock: a master that granted the hold late drew a fence of its own, which it may
+   * report until the hold's reaches it. Default: false, the fence answered (Redisson's fenced
+   * lock draws a new one for each re-entry).
+   */
+  readonly fenceKeptOnReentry?: boolean;
+  /**
    * Why the backend's connection is down, while it is: the client's last connection error (a
    * refused connect, an unknown host, a refused login), holding no command or its arguments. The
    * engine reads it when a call got no answer and names it in the `LockUnavailableError`

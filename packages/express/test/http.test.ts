@@ -250,4 +250,15 @@ describe('options', () => {
     expect(settings.acquire).toEqual({ ttl: 5_000, wait: Number.POSITIVE_INFINITY, renew: true });
     expect(settings.validate).toEqual({ params: true, body: false });
   });
+
+  it('gives a validation left undefined its default, as any option left undefined', () => {
+    const validate = { params: undefined, body: false };
+    expect(checkCommonOptions({ locker, key: 'k', validate }, []).validate).toEqual({
+      params: true,
+      body: false,
+    });
+    expect(() => checkCommonOptions({ locker, key: 'k', validate: { params: null } }, [])).toThrow(
+      /invalid option "validate\.params": null/,
+    );
+  });
 });

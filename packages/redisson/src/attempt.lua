@@ -51,8 +51,9 @@
   they refuse with EXPIRY_REFUSED otherwise (a user allowed HINCRBY or LPUSH but not PEXPIRE
   would leave them without a TTL, held by nobody).
   `keepAttempts(latches, ttl)`: the list, when there is one, lives at least `ttl` ms more.
-  `forgetAttempt(latches, attempt)`: a partial unlock takes out the latch of the attempt that
-  took the hold it gives back (the engine passes its id; '' when unknown). The cut keeps as many
+  `forgetAttempt(latches, attempt, ...)`: a partial unlock takes out the latch of the attempt
+  that took the hold it gives back (the engine passes its id; '' when unknown), under that id or
+  one of the other forms given (the fair lock's "!" form). The cut keeps as many
   latches as the field has holds: latches of holds given back would otherwise push out those of
   holds still counted, whose undo (a hold the engine lost to a master change) must find them.
   `forgetAttempts(lock, prefix)`: deletes the lists of every field of `lock`, `prefix` being
@@ -110,8 +111,8 @@ local function forgetAttempts(lock, prefix)
   end
 end
 
-local function forgetAttempt(latches, attempt)
-  local entry = attempt ~= '' and appliedAttempt(latches, attempt)
+local function forgetAttempt(latches, attempt, ...)
+  local entry = attempt ~= '' and appliedAttempt(latches, attempt, ...)
   if entry then
     redis.call('lrem', latches, 1, entry)
   end

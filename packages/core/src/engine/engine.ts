@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { type InspectOptions, inspect } from 'node:util';
 import { warnIfLeaveRefused } from '../acl-refusal.js';
@@ -149,8 +149,13 @@ export function createEngine(backend: LockBackend, options: EngineOptions = {}):
 
 class Engine implements Locker {
   readonly id: string;
-  /** Short random prefix of this locker's attempt ids. */
-  private readonly tag = randomUUID().slice(0, 8);
+  /**
+   * Random prefix of this locker's attempt and release ids, whose counters start at 1 in every
+   * process: 64 bits, so that two processes' ids never meet. A Redisson unlock names its latch
+   * with its id for 20 s, and a release finding another process's latch of that name would be
+   * answered from it and free nothing.
+   */
+  private readonly tag = randomBytes(8).toString('hex');
   private readonly prefix: string;
   private readonly ttl: number;
   private readonly wait: number;
@@ -462,7 +467,7 @@ class Engine implements Locker {
 
   releaseId(): string {
     lastRelease += 1;
-    return this.tag + lastRelease.toString(16).padStart(24, '0');
+    return this.tag + lastRelease.toString(16).padStart(16, '0');
   }
 
   /**
@@ -1114,9 +1119,7 @@ class Engine implements Locker {
     }
     call.hold = hold;
     this.watchdog.watch(hold);
-    // A re-entry keeps the hold's fence, whatever the backend answers: a RedLock master that
-    // granted the hold late drew one of its own, which it may report until the hold's reaches it.
-    const { fence } = hold;
+    const fence = hold === existing && this.backend.fenceKeptOnReentry ? hold.fence : reply.fence;
     this.emit('acquire', hold, () => ({
       fence,
       holds: reply.holds,

@@ -62,7 +62,7 @@ export class Hold {
     readonly resource: string,
     readonly owner: string,
     public token: string,
-    /** The fence its first acquisition handed out: every re-entry reports it. */
+    /** The fence its first acquisition handed out (see `LockBackend.fenceKeptOnReentry`). */
     readonly fence: number,
     /** Lease applied on every renewal, in ms. */
     public ttl: number,

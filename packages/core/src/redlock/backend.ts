@@ -57,6 +57,7 @@ export function backendOn(resolved: QuorumContext): QuorumBackend {
   return {
     protocol,
     cluster: false,
+    fenceKeptOnReentry: true,
     // For a call the engine's deadline gave up on: every master down says why.
     get connectionError() {
       return context.connections.errorOf();

@@ -218,6 +218,8 @@ function checkValidate(value: unknown): LockSettings<unknown>['validate'] {
   refuseUnknown(value, VALIDATIONS, 'the validate options', {}, 'validate');
   const checks = { params: true, body: true };
   for (const [name, enabled] of Object.entries(value)) {
+    // Left undefined, a validation keeps its default, as every other option does.
+    if (enabled === undefined) continue;
     if (typeof enabled !== 'boolean') throw new InvalidOptionError(`validate.${name}`, enabled, 'a boolean');
     checks[name as ValidationName] = enabled;
   }

@@ -22,7 +22,8 @@
   ARGV[4] the caller's clock, epoch ms
   ARGV[5] "publish" or "spublish"
   ARGV[6] the id of the attempt that took the hold given back, taken out of the owner's attempt
-          latches by a partial unlock (see attempt.lua, prefixed); '' when unknown
+          latches by a partial unlock (see attempt.lua, prefixed), in either form it was recorded
+          in; '' when unknown
   ARGV[7] latch lifetime in ms
 
   Returns 1 freed (or already free), 0 still held by this owner, nil when held by another.
@@ -46,7 +47,8 @@ if redis.call('exists', lock) == 1 then
     local ttl = math.max(redis.call('pttl', lock), tonumber(ARGV[2]))
     redis.call('pexpire', lock, ttl)
     keepAttempts(KEYS[5], ttl)
-    forgetAttempt(KEYS[5], ARGV[6])
+    -- An attempt that could not wait was recorded with a "!" (see FairLockProtocol.acquire).
+    forgetAttempt(KEYS[5], ARGV[6], ARGV[6] .. '!')
     redis.call('set', KEYS[6], 0, 'px', ARGV[7])
     return 0
   end
