@@ -42,7 +42,7 @@ export async function acquireOnQuorum(
   // be given to. A master that granted after the others decided drew a fence of its own, above
   // theirs when its counter was ahead: a later re-entry it answers would report that one.
   let handed: number | undefined;
-  const lateFences: [index: number, fence: number][] = [];
+  const lateFences: [index: number, drawn: number][] = [];
   const outcomes = await fanOut(
     clients,
     context.nodeTimeout,
@@ -54,7 +54,7 @@ export async function acquireOnQuorum(
       if (!reply.acquired) return;
       if (!undone) {
         if (handed === undefined) lateFences.push([index, reply.fence]);
-        else if (reply.fence !== handed) keepFenceOn(context, index, resource, owner, handed);
+        else keepFenceOn(context, index, resource, owner, handed, reply.fence);
       }
       if (!undone && !attempt?.fresh) return;
       const undo = () => undoOn(context, resource, owner, index, attempt);
@@ -89,8 +89,7 @@ export async function acquireOnQuorum(
     const elapsed = context.clock() - start;
     if (publication.published && stillValid(validity, elapsed)) {
       handed = fence;
-      for (const [index, late] of lateFences)
-        if (late !== fence) keepFenceOn(context, index, resource, owner, fence);
+      for (const [index, drawn] of lateFences) keepFenceOn(context, index, resource, owner, fence, drawn);
       return { acquired: true, fence, holds, token: encodeTokens(tokens), validity };
     }
     undone = true;
@@ -209,9 +208,9 @@ async function keepFence(
 }
 
 /**
- * Gives master `index`'s hold of `owner` the grant's `fence`, in the background: sent after its
- * late grant's reply, it cannot overtake that grant. Lost, it matters only to a later re-entry
- * that master answers (see `keepFence`).
+ * Gives master `index`'s hold of `owner` the grant's `fence` in the background, when its late
+ * grant `drew` another: sent after that grant's reply, it cannot overtake the grant. Lost, it
+ * matters only to a later re-entry that master answers (see `keepFence`).
  */
 function keepFenceOn(
   context: QuorumContext,
@@ -219,9 +218,10 @@ function keepFenceOn(
   resource: string,
   owner: string,
   fence: number,
+  drew: number,
 ): void {
   const redis = context.clients[index];
-  if (!context.protocol.keepFence || !redis) return;
+  if (drew === fence || !context.protocol.keepFence || !redis) return;
   context.protocol.keepFence(redis, resource, owner, fence).catch(() => {});
 }
 
