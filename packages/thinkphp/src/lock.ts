@@ -16,7 +16,7 @@ import {
   refuseUnknown,
 } from '@lock/core';
 import { ThinkEnv } from './env.js';
-import { clientFor, closeEnvClients, lockerFor, refusalOf } from './lockers.js';
+import { clientFor, closedReason, closeEnvClients, lockerFor } from './lockers.js';
 import { checkSettings, type LockSettings, settingNames } from './settings.js';
 import { strictAcquire, strictRelease } from './strict.js';
 
@@ -257,14 +257,15 @@ export class Lock {
   }
 
   /**
-   * Rejects as `pending` does, but with the reason when the env's server refused the connection:
-   * its commands then fail only with ioredis' "Connection is closed."
+   * Rejects as `pending` does, but with the reason when the env's connection is closed for good
+   * (its server refused it, or `Lock.disconnect()`): its commands then fail only with ioredis'
+   * "Connection is closed."
    */
   private async refusedOr<T>(pending: Promise<T>): Promise<T> {
     try {
       return await pending;
     } catch (error) {
-      throw refusalOf(this.redis) ?? error;
+      throw closedReason(this.redis) ?? error;
     }
   }
 

@@ -5,6 +5,7 @@ import {
   detached,
   type InvalidOptionError,
   type Locker,
+  LockerClosedError,
   legacyProtocol,
   orDefault,
   type RedisClient,
@@ -17,8 +18,11 @@ import type { ThinkEnv } from './env.js';
 // settings and command timeout, and `{ env }` locks share one connection per env.
 const lockers = new WeakMap<RedisClient, Map<string, Locker>>();
 const envClients = new Map<ThinkEnv, Redis>();
-/** The env connections closed for good because the server refused their `redis.database`. */
-const refusedClients = new WeakMap<RedisClient, InvalidOptionError>();
+/**
+ * Why an env connection is closed for good: the server refused its `redis.database`, or
+ * `Lock.disconnect()` closed it.
+ */
+const closedClients = new WeakMap<RedisClient, InvalidOptionError | LockerClosedError>();
 
 /** The PHP hosts' clocks as `Lock` options give them (the legacy protocol's defaults when not). */
 export interface PeerClocks {
@@ -73,7 +77,7 @@ export function clientFor(env: ThinkEnv): Redis {
     // ioredis only reports a refused SELECT here, then runs every command on db 0, where PHP
     // never looks. Closed now, before it is ready, it sends none of them.
     if (!isSelectRefusal(error)) return;
-    refusedClients.set(client, databaseRefused(env, error.message));
+    closedClients.set(client, databaseRefused(env, error.message));
     client.disconnect();
   });
   envClients.set(env, client);
@@ -81,8 +85,8 @@ export function clientFor(env: ThinkEnv): Redis {
 }
 
 /** Why `redis`, an env connection, was closed for good; undefined while it may serve. */
-export function refusalOf(redis: RedisClient): InvalidOptionError | undefined {
-  return refusedClients.get(redis);
+export function closedReason(redis: RedisClient): InvalidOptionError | LockerClosedError | undefined {
+  return closedClients.get(redis);
 }
 
 /** The error ioredis reports when the server answers the SELECT of its `db` with an error. */
@@ -105,6 +109,10 @@ let closing: Promise<void> = Promise.resolve();
 export function closeEnvClients(): Promise<void> {
   const clients = [...envClients.values()];
   envClients.clear();
+  for (const client of clients) {
+    // A strict Lock made before holds the client itself: its calls would fail as if Redis were down.
+    if (!closedClients.has(client)) closedClients.set(client, new LockerClosedError());
+  }
   const closed = Promise.all(
     clients.map(async (client) => {
       // Side by side: against a frozen server each close waits out its command timeout.

@@ -406,6 +406,23 @@ describe('a Lock connected from a .env file', () => {
     expect(await server.client().exists('lock_goods:301')).toBe(0);
   });
 
+  it('a Lock made before disconnect() rejects with LockerClosedError in both modes; one made after connects anew', async () => {
+    const env = parseThinkEnv(`[REDIS]\nHOST = 127.0.0.1\nPORT = ${server.port}\n`, '.env', {});
+    const before = [new Lock('lock_closed:1', { env }), new Lock('lock_closed:2', { env, strict: true })];
+    for (const lock of before) expect(await lock.lock()).toBe(true);
+    await Lock.disconnect();
+    const outcomes = [];
+    for (const lock of before) {
+      outcomes.push(await lock.lock().then(String, (error: Error) => error.name));
+      outcomes.push(await lock.unlock().then(String, (error: Error) => error.name));
+    }
+    // disconnect() released the default-mode hold: its unlock() has nothing left to do. The
+    // strict one it could not release (the PHP class keeps no hold): its unlock() must say so.
+    expect(outcomes).toEqual(['LockerClosedError', 'undefined', 'LockerClosedError', 'LockerClosedError']);
+    expect(await server.client().exists('lock_closed:1', 'lock_closed:2')).toBe(1);
+    expect(await new Lock('lock_closed:3', { env }).lock()).toBe(true);
+  });
+
   it('connects past inline comments, as ThinkPHP reads them', async () => {
     const env = parseThinkEnv(
       `[REDIS]\nHOST = 127.0.0.1 ; main redis\nPORT = ${server.port} ; test server\nAUTH = "" ; none\nDATABASE = 4 ; jobs\n`,
