@@ -498,15 +498,16 @@ class Engine implements Locker {
         hold.failedReleases ??= new Set();
         hold.failedReleases.add(id);
         const error = callerKeyed(redacted(failure), hold);
-        this.emitRelease(hold, 'error', error);
+        this.emitRelease(hold, 'error', false, error);
         throw unavailableOn(this.backend, error, hold.key, 'release');
       }
       // A retry answered by the release that landed late, which ended the hold and said so.
       if (hold.endedLate) return result;
       // Counted now, not when called: a re-entry granted while this release waited its turn (or
       // was on the wire) added a handle, which keeps the hold and its renewals.
-      if (hold.handles === 0) this.forget(hold);
-      this.emitRelease(hold, result);
+      const ended = hold.handles === 0;
+      if (ended) this.forget(hold);
+      this.emitRelease(hold, result, ended);
       return result;
     });
   }
@@ -568,7 +569,7 @@ class Engine implements Locker {
         if (late.value === 'released' && hold.handles === 1 && !hold.lost) {
           hold.endedLate = true;
           this.forget(hold);
-          this.emitRelease(hold, late.value);
+          this.emitRelease(hold, late.value, true);
         }
       },
     );
@@ -584,10 +585,11 @@ class Engine implements Locker {
   }
 
   /** The `release` event of one handle's release: Redis's answer, or `'error'` with what failed. */
-  private emitRelease(hold: Hold, result: ReleaseReply | 'error', error?: unknown): void {
+  private emitRelease(hold: Hold, result: ReleaseReply | 'error', ended: boolean, error?: unknown): void {
     this.emit('release', hold, () => ({
       held: this.clock() - hold.acquiredAt,
       result,
+      ended,
       ...(result === 'error' ? { error } : {}),
     }));
   }
@@ -897,7 +899,10 @@ class Engine implements Locker {
             call.acquired = true;
             return this.grant(request, attempt, sentAt, started, attempts, handoff, call, context);
           }
-          await this.undo(request, attempt.token, context);
+          const answeredIn = this.clock() - sentAt;
+          // Within the call's deadline: a grant that took most of a round trip must not add the
+          // undo's own command timeout to a call given one attempt.
+          await this.withinCall(this.undo(request, attempt.token, context), request, started);
           if (signal.aborted) throw signal.reason;
           // Neither a grant the backend found unusable nor one whose reply came back after the
           // lease it granted could have ended is handed out. The key was free, so past the wait
@@ -905,7 +910,7 @@ class Engine implements Locker {
           unreachable = new LockUnavailableError(
             request.key,
             'acquire',
-            unusable ? { cause: unusable } : pastValidity('granted', this.clock() - sentAt, attempt.validity),
+            unusable ? { cause: unusable } : pastValidity('granted', answeredIn, attempt.validity),
           );
           remaining = -1;
         } else {
@@ -1026,11 +1031,17 @@ class Engine implements Locker {
       const leaving = call.givenUp ? call.givenUp.then(send) : send();
       cleanup.push(this.track(leaving.catch(warnIfLeaveRefused)));
     }
+    if (cleanup.length > 0 && !atOnce) await this.withinCall(Promise.all(cleanup), request, started);
+  }
+
+  /**
+   * Waits for `cleanup` while the call's own deadline (its wait and one attempt) lasts; past it,
+   * the cleanup goes on alone (`close()` waits for it).
+   */
+  private async withinCall(cleanup: Promise<unknown>, request: Request, started: number): Promise<void> {
     const left = started + request.wait + this.timeout + (this.backend.acquireAllowance ?? 0) - this.clock();
     // Each step is bounded by the command timeout already, so that bound is never longer.
-    if (cleanup.length > 0 && left > 0 && !atOnce) {
-      await withDeadline(Promise.all(cleanup), Math.min(left, this.timeout)).catch(() => {});
-    }
+    if (left > 0) await withDeadline(cleanup, Math.min(left, this.timeout)).catch(() => {});
   }
 
   /**

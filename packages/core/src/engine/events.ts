@@ -51,6 +51,12 @@ export interface ReleaseEvent extends LockEvent {
   /** Ms since the hold was acquired. */
   readonly held: number;
   readonly result: 'released' | 'held' | 'not-owner' | 'error';
+  /**
+   * This release gave up the last handle this locker had of the hold: the hold is over here.
+   * With `result: 'held'` too, when Redis still counts holds of the owner that are not this
+   * hold's (an explicit owner shared by another locker or process).
+   */
+  readonly ended: boolean;
   /** With `result: 'error'`: why (the hold may be released again). */
   readonly error?: unknown;
 }

@@ -53,6 +53,30 @@ describe('events and inspection', () => {
     ]);
   });
 
+  it("says which release ended the locker's hold: a re-entry's does not, one answered 'held' for an owner shared with another locker does", async () => {
+    const releases: Record<string, unknown>[] = [];
+    const onRelease = (message: unknown) => releases.push(message as Record<string, unknown>);
+    subscribe('lock:release', onRelease);
+    const [one, other] = [createLocker({ redis: server.client() }), createLocker({ redis: server.client() })];
+    try {
+      const owner = 'shared-owner';
+      const outer = await one.acquire('ended', { owner, reentrant: true });
+      const inner = await one.acquire('ended', { owner, reentrant: true });
+      const elsewhere = await other.acquire('ended', { owner, reentrant: true });
+      expect(await inner.release()).toBe('held');
+      expect(await outer.release()).toBe('held');
+      expect(await elsewhere.release()).toBe('released');
+    } finally {
+      unsubscribe('lock:release', onRelease);
+      await Promise.all([one.close(), other.close()]);
+    }
+    expect(releases.map(({ result, ended }) => ({ result, ended }))).toEqual([
+      { result: 'held', ended: false },
+      { result: 'held', ended: true },
+      { result: 'released', ended: true },
+    ]);
+  });
+
   it('publishes no loss for a released lock whose lease runs out later, and leaves its signal alone', async () => {
     const lost: string[] = [];
     let controlLost: () => void;
