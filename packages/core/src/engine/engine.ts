@@ -613,11 +613,6 @@ class Engine implements Locker {
     checkKey(key);
     const settings = this.settings(options);
     const resource = this.resourceOf(key);
-    try {
-      this.backend.protocol.validate(resource, this.backend.cluster);
-    } catch (error) {
-      throw callerKeyed(error, { key, resource });
-    }
     const { explicit } = settings;
     const enclosing =
       explicit === undefined && settings.reentrant ? enclosingHold(this, resource) : undefined;
@@ -662,8 +657,18 @@ class Engine implements Locker {
     return `${this.ownerPrefix}${lastOwner}`;
   }
 
+  /**
+   * The Redis name of `key`, refused (named by the caller's key) as the protocol refuses it: an
+   * inspection of a name acquisitions refuse would read another lock's side keys.
+   */
   private resourceOf(key: string): string {
-    return this.prefix + key;
+    const resource = this.prefix + key;
+    try {
+      this.backend.protocol.validate(resource, this.backend.cluster);
+    } catch (error) {
+      throw callerKeyed(error, { key, resource });
+    }
+    return resource;
   }
 
   /** Runs one acquire call inside `acquireTracing` when someone subscribes to it (and directly otherwise). */

@@ -35,6 +35,8 @@ it('on a cluster: a tagged name keeps lock, fence and owner record in one slot; 
   // Refused off a cluster for sharing its side keys with `lock_goods`, which a cluster refuses.
   const whole = await locker.acquire('{lock_goods}', { ttl: 3_000 });
   expect(await redis.hget('{lock_goods}:owner', 'owner')).toBe(whole.owner);
+  // Its side keys are those `lock_goods` would have: inspecting that name is refused too.
+  await expect(locker.inspect('lock_goods')).rejects.toThrow(/\{hash tag\}/);
   await whole.release();
   expect(await redis.exists('{lock_goods}', '{lock_goods}:owner')).toBe(0);
   await locker.close();

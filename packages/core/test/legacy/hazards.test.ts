@@ -151,6 +151,28 @@ describe('a peer lock named like the counter of earlier versions', () => {
     expect(ours.acquired).toBe(true);
     expect(await t.redis.get('{k}:fence')).toBe(value);
   });
+
+  it('is left alone without a TTL too when it is no counter: a timestamp, a fraction, another type; the namespace counter stays whole', async () => {
+    const seconds = legacyProtocol({ unit: 's' });
+    const now = Math.floor(Date.now() / 1000);
+    // A JedisLock-style fleet writes no TTL; a PHP host given a fractional expire writes a fraction.
+    const strings = {
+      '{a}:fence': String(Date.now() + 60_000),
+      '{b}:fence': String(now + 60),
+      '{c}:fence': `${now + 4}.5`,
+      '{d}:fence': '1e3',
+    };
+    for (const [name, value] of Object.entries(strings)) await t.redis.set(name, value);
+    await t.redis.hset('{e}:fence', 'owner', '1');
+    const fences = [];
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) {
+      const ours = await seconds.acquire(t.redis, name, 'ours', 10_000);
+      fences.push(ours.acquired && ours.fence);
+    }
+    expect(fences).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await t.redis.mget(Object.keys(strings))).toEqual(Object.values(strings));
+    expect(await t.redis.hgetall('{e}:fence')).toEqual({ owner: '1' });
+  });
 });
 
 describe('a key left without a TTL', () => {

@@ -28,13 +28,16 @@ async function refusal(run: () => unknown): Promise<InvalidKeyError> {
 describe('a name that is one whole hash tag', () => {
   const legacy = legacyProtocol({ unit: 'ms' });
 
-  it('is refused while x is held, before any write, and the holder of x keeps, renews and releases it', async () => {
+  it('is refused (acquire and inspect) while x is held, before any write, and the holder of x keeps, renews and releases it', async () => {
     const locker = createLocker({ redis: t.redis, protocol: legacy, prefix: '' });
     const a = await locker.acquire('x', { ttl: 20_000, renew: false });
     const before = (await t.redis.keys('*')).sort();
     const refused = locker.acquire('{x}', { ttl: 20_000 });
     await expect(refused).rejects.toThrow(InvalidKeyError);
     await expect(refused).rejects.toThrow(`invalid lock key "{x}": ${REASON}`);
+    // Nor is it inspected: its side keys are x's, whose holder it would report as its own.
+    await expect(locker.inspect('{x}')).rejects.toThrow(`invalid lock key "{x}": ${REASON}`);
+    await expect(locker.isLocked('{x}')).rejects.toThrow(InvalidKeyError);
     expect((await t.redis.keys('*')).sort()).toEqual(before);
     expect(await t.redis.hget('{x}:owner', 'owner')).toBe(a.owner);
     await a.extend(30_000);
