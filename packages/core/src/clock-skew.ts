@@ -1,5 +1,5 @@
 import { checkMs, refuseUnknown } from './engine/options.js';
-import { ClockSkewError, InvalidOptionError } from './errors.js';
+import { ClockSkewError, InvalidOptionError, LockUnavailableError } from './errors.js';
 import type { RedisClient } from './protocol.js';
 
 /**
@@ -21,7 +21,9 @@ export interface ClockSkewOptions {
    * as usual; the reading is not awaited by RedLock. `'refuse'`: warn as well, and refuse every
    * acquisition on that master while its clock stays off: `ClockSkewError` on one deployment;
    * with RedLock the master does not count toward the majority. A reading whose round trip
-   * exceeds the margin proves nothing, and is taken again before a grant. On one deployment a
+   * exceeds the margin proves nothing, and is taken again before a grant; when that one is as
+   * slow, the grant is refused with `LockUnavailableError` (with RedLock, that master does not
+   * count toward the majority in that attempt). On one deployment a
    * release then hands the lock to no queued waiter directly (that grant would skip the check):
    * it wakes the next one, whose own attempt takes it, one round trip more per hand-off.
    * With a format without a fence counter (whose stamp reads the clock) 'refuse' is refused with
@@ -94,6 +96,25 @@ export function foundOff(
 ): ClockSkew | undefined {
   warnClockSkew(id, server, offset, check.margin);
   return check.action === 'refuse' ? { server, offset, margin: check.margin } : undefined;
+}
+
+/**
+ * The refusal of a checked grant of `key` on a server whose clock was read twice, each reading
+ * slower than the margin: it is too slow to be checked, not found off.
+ */
+export function unsureRefusal(key: string, margin: number): LockUnavailableError {
+  const refusal = new LockUnavailableError(key, 'acquire', {
+    cause: new Error(`two readings of the server's clock took longer than clockSkew.margin (${margin} ms)`),
+  });
+  unsureRefusals.add(refusal);
+  return refusal;
+}
+
+const unsureRefusals = new WeakSet<Error>();
+
+/** Whether `error` is an `unsureRefusal`, a master's own failure being anything else. */
+export function isUnsureRefusal(error: unknown): boolean {
+  return unsureRefusals.has(error as Error);
 }
 
 /** The refusal of a grant of `key` on a master found off. */

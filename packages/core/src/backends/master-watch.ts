@@ -6,9 +6,9 @@ import {
   readClock,
   skewRefusal,
   socketAddress,
+  unsureRefusal,
 } from '../clock-skew.js';
 import { detached } from '../engine/detached.js';
-import { LockUnavailableError } from '../errors.js';
 import stampLua from '../fence-epoch.lua';
 import { keySlot } from '../hash-tag.js';
 import type { RedisClient } from '../protocol.js';
@@ -227,11 +227,7 @@ export class MasterWatch {
       // Read once more; a server still that slow is unavailable for a checked grant, rather than
       // read again and again behind a call the engine has long given up on.
       if (!rereading) return this.readyToGrant(resource, true);
-      throw new LockUnavailableError(resource, 'acquire', {
-        cause: new Error(
-          `two readings of the server's clock took longer than clockSkew.margin (${this.clockSkew.margin} ms)`,
-        ),
-      });
+      throw unsureRefusal(resource, this.clockSkew.margin);
     });
   }
 

@@ -1,4 +1,5 @@
 import type { BackendGrant, BackendRefusal } from '../backend.js';
+import { isUnsureRefusal } from '../clock-skew.js';
 import { pastValidity } from '../engine/deadline.js';
 import { ClockSkewError, QuorumError } from '../errors.js';
 import type { AcquireReply, AttemptContext } from '../protocol.js';
@@ -267,10 +268,15 @@ function refusalOrError(
   return { acquired: false, remaining: estimateRemaining(outcomes, quorum) };
 }
 
-/** The cause of a `QuorumError` masters refused for their clock helped cause: the first refusal. */
+/**
+ * The cause of a `QuorumError` masters refused for their clock (found off, or too slow to tell)
+ * helped cause: the first refusal.
+ */
 function clockRefusalIn(outcomes: readonly NodeOutcome<AcquireReply>[]): ErrorOptions | undefined {
   for (const outcome of outcomes) {
-    if (outcome.kind === 'failed' && outcome.error instanceof ClockSkewError) return { cause: outcome.error };
+    if (outcome.kind !== 'failed') continue;
+    if (outcome.error instanceof ClockSkewError || isUnsureRefusal(outcome.error))
+      return { cause: outcome.error };
   }
   return undefined;
 }

@@ -6,6 +6,7 @@ import {
   readClock,
   skewRefusal,
   socketAddress,
+  unsureRefusal,
   warnClockUnchecked,
 } from '../clock-skew.js';
 import { isUnreachable } from '../engine/deadline.js';
@@ -39,7 +40,7 @@ const GIVEN_UP = new Error('the attempt stopped waiting for this master before i
  * waiting for (`nodeTimeout`) before its reading answered: the attempt was decided without it. A
  * master found off is read again by the next acquisition, so that one whose clock was put right
  * counts again at once; so is one whose reading took longer than the margin (it proves nothing),
- * before the acquisition is sent. A master that answers `TIME` with an error (an ACL, a
+ * before the acquisition is sent, once: a second reading as slow leaves it out of that attempt. A master that answers `TIME` with an error (an ACL, a
  * `rename-command`, a proxy) is not checked on that connection, and is warned about once.
  */
 export class MasterClocks {
@@ -55,15 +56,25 @@ export class MasterClocks {
    * `acquire` on master `index`, once its clock was read when the check refuses; not sent once
    * `settled` says the attempt no longer waits for that master.
    */
-  gate<T>(index: number, resource: string, settled: () => boolean, acquire: () => Promise<T>): Promise<T> {
+  gate<T>(
+    index: number,
+    resource: string,
+    settled: () => boolean,
+    acquire: () => Promise<T>,
+    rereading = false,
+  ): Promise<T> {
     const reading = this.current(index);
     if (reading.pending === undefined || this.check.action !== 'refuse') return acquire();
     return reading.pending.then(() => {
       if (reading.skew) throw skewRefusal(resource, reading.skew);
       if (reading.failure !== undefined) throw reading.failure;
       if (settled()) throw GIVEN_UP;
-      // An unsure reading was not kept: read again.
-      if (reading.closes === -1) return this.gate(index, resource, settled, acquire);
+      // An unsure reading was not kept: read once more. A master still that slow does not count,
+      // rather than be read again and again until nodeTimeout.
+      if (reading.closes === -1) {
+        if (rereading) throw unsureRefusal(resource, this.check.margin);
+        return this.gate(index, resource, settled, acquire, true);
+      }
       return acquire();
     });
   }

@@ -245,6 +245,30 @@ describe.skipIf(skip)("'refuse' and a master's reading", () => {
       clock.remove();
     }
   });
+  it('a master whose two TIME readings are each slower than the margin does not count, and is read no more in that attempt', async () => {
+    await using server = await startRedis();
+    const client = server.client();
+    await client.ping();
+    const locker = createRedlock({
+      clients: [client],
+      nodeTimeout: NODE_TIMEOUT,
+      clockSkew: { margin: 1, action: 'refuse' },
+    });
+    // Every TIME reply is read 20 ms late: no reading can tell a clock within 1 ms.
+    stallAfterSending(client as never, 'time', 20, undefined, 1_000);
+    const error = await locker.acquire('k', { ttl: TTL, wait: 0 }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(QuorumError);
+    expect(String(((error as Error).cause as Error).cause)).toBe(
+      "Error: two readings of the server's clock took longer than clockSkew.margin (1 ms)",
+    );
+    const stats = await server.client().info('commandstats');
+    expect(/cmdstat_time:calls=(\d+)/.exec(stats)?.[1]).toBe('2');
+    expect(await client.exists('{lock:k}')).toBe(0);
+    await locker.close();
+  });
 });
 
 describe('a master that answers TIME with an error reply (renamed, a proxy without it)', () => {

@@ -47,8 +47,8 @@ export interface LegacyProtocolOptions {
    * re-entry, extend, renewal) therefore claims this much more than its TTL, rounded up to the
    * unit: the TTL, and so our validity, stays the ttl, while a host up to this far ahead reads the
    * timestamp as past only after that validity has ended. Hosts further ahead can still take
-   * over early. `0` writes the timestamp the legacy clients write themselves (`now + ttl`, in
-   * seconds `now + ttl/1000 + 1`). From 0 to 2^31 - 1. Default: `2_000`, the skew `skewMargin`
+   * over early. `0` writes the timestamp the legacy clients write themselves (`now + ttl` in ms,
+   * 1 ms short of JedisLock's `now + ttl + 1`; in seconds the PHP class's `now + ttl/1000 + 1`). From 0 to 2^31 - 1. Default: `2_000`, the skew `skewMargin`
    * allows for too.
    */
   readonly peerClockAhead?: number;
