@@ -28,6 +28,13 @@ export function checkOptions(options: LockedDirectiveOptions): Settings {
     throw new InvalidOptionError('locker', locker, 'a Locker from @lock/core (or any package built on it)');
   if (typeof name !== 'string' || !GRAPHQL_NAME.test(name))
     throw new InvalidOptionError('name', name, 'a GraphQL name');
+  // GraphQL reserves them for introspection: a schema declaring @__locked fails every operation.
+  if (name.startsWith('__'))
+    throw new InvalidOptionError(
+      'name',
+      name,
+      'a GraphQL name not starting with "__", which GraphQL reserves',
+    );
   // The schema would declare its own @include (or @skip…), which breaks every query using it.
   if (BUILT_IN.includes(name))
     throw new InvalidOptionError('name', name, `a name other than GraphQL's own ${BUILT_IN.join(', ')}`);

@@ -58,21 +58,31 @@ function isEmptyList(directives: unknown, name: string): boolean {
  * Refuses the directive wherever it would lock nothing: only the fields of object types have
  * resolvers to wrap (interface fields are refused by the field mapper, with their own advice).
  * GraphQL validation keeps it on fields in SDL declared by `lockedDirectiveTypeDefs`, but not in
- * code-first extensions or under a wider declaration of the directive.
+ * code-first extensions or under a wider declaration of the directive. The schema itself, which
+ * no mapper visits, is checked at once; its types as the mapper visits them.
  */
 export function refuseElsewhere(schema: GraphQLSchema, name: string): SchemaMapper {
+  refuseOn(schema, schema, 'schema', 'the schema', name);
   return {
     [MapperKind.TYPE]: (type) => {
-      for (const [node, coordinate, what] of placesIn(type)) {
-        if (onlyDirective(schema, node, coordinate, name) !== undefined)
-          throw new LockedDirectiveError(
-            coordinate,
-            `@${name} on ${what} would lock nothing: put it on the fields whose calls it should lock`,
-          );
-      }
+      for (const [node, coordinate, what] of placesIn(type)) refuseOn(schema, node, coordinate, what, name);
       return type;
     },
   };
+}
+
+function refuseOn(
+  schema: GraphQLSchema,
+  node: DirectableGraphQLObject,
+  coordinate: string,
+  what: string,
+  name: string,
+): void {
+  if (onlyDirective(schema, node, coordinate, name) !== undefined)
+    throw new LockedDirectiveError(
+      coordinate,
+      `@${name} on ${what} would lock nothing: put it on the fields whose calls it should lock`,
+    );
 }
 
 /** The type and what it holds other than output fields, each with its schema coordinate. */

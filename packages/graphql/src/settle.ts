@@ -111,6 +111,10 @@ function settledView(instance: object, copy: object): object {
   return new Proxy(copy, {
     get(target, name) {
       const own = Reflect.getOwnPropertyDescriptor(target, name);
+      // A proxy must answer a frozen data property of its target with that very value, or reading
+      // it throws a TypeError: an own function field of a frozen instance (an arrow function,
+      // which needs no `this`) is answered unbound.
+      if (own && 'value' in own && !own.configurable && !own.writable) return own.value;
       // Getters, the class's and any own one copied, read the instance (its private fields).
       const found: unknown = own && 'value' in own ? own.value : Reflect.get(instance, name);
       // graphql-js calls a method field on the object it was given: bound, so that `this` is the

@@ -1,4 +1,4 @@
-import { keySegmentText, keyTemplateEscaper } from '@lock/core';
+import { isWellFormedValue, keySegmentText, keyTemplateEscaper } from '@lock/core';
 import {
   type GraphQLFieldConfigArgumentMap,
   type GraphQLInputType,
@@ -65,6 +65,11 @@ export function parseTemplate(
 ): KeyTemplate {
   const refuse = (why: string) =>
     new LockedDirectiveError(field.coordinate, `${directive}(key: ${JSON.stringify(template)}) ${why}`);
+  // Possible in a code-first string, not in SDL; every call would answer BAD_USER_INPUT.
+  if (!isWellFormedValue(template))
+    throw refuse(
+      'holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD: the locker refuses every key holding one',
+    );
   const parts: Part[] = [];
   let literal = '';
   let from = 0;

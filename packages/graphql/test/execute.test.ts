@@ -479,6 +479,72 @@ describe('the lock around the resolver', () => {
     expect(await locker.isLocked('order:1')).toBe(false);
   });
 
+  it('finds the lock from a copy of info that a transform applied before the directive handed the resolver', async () => {
+    const { lockedDirectiveTypeDefs, lockedDirectiveTransformer } = lockedDirective({ locker: newLocker() });
+    const schema = makeExecutableSchema({
+      typeDefs: [
+        lockedDirectiveTypeDefs,
+        'type Query { x: Int } type Mutation { pay: Float @locked(key: "order:1") }',
+      ],
+      resolvers: {
+        Mutation: {
+          pay: (_: unknown, __: unknown, ___: unknown, info: GraphQLResolveInfo) => lockOf(info).fence,
+        },
+      },
+    });
+    // A tracing transform between the directive and the resolver, adding its span to a copy of info.
+    const traced = mapSchema(schema, {
+      [MapperKind.OBJECT_FIELD]: (config) => {
+        const resolve = config.resolve ?? defaultFieldResolver;
+        return {
+          ...config,
+          resolve: (source, args, context, info) =>
+            resolve(source, args, context, { ...info, span: 1 } as GraphQLResolveInfo),
+        };
+      },
+    });
+    const result = await run(lockedDirectiveTransformer(traced), 'mutation { pay }');
+
+    expect(result.errors).toBeUndefined();
+    expect(result.data!.pay).toBeGreaterThan(0);
+  });
+
+  it('runs the resolver to its end under the lock when a failed non-null sibling answers the operation first, and releases after it', async () => {
+    const started = gate();
+    const finish = gate();
+    const events: string[] = [];
+    const schema = build(
+      `type Query {
+         broken: String!
+         order(id: ID!): Int @locked(key: "order:{args.id}")
+       }`,
+      {
+        Query: {
+          broken: async () => {
+            await started.promise;
+            throw new Error('boom');
+          },
+          order: async () => {
+            started.open();
+            await finish.promise;
+            events.push(`resolver ends, held: ${await locker.isLocked('order:1')}`);
+            return 1;
+          },
+        },
+      },
+    );
+    const result = await run(schema, '{ broken order(id: 1) }');
+    events.push('response');
+    finish.open();
+    // Granted once the field's lock is released: waits for the release, not for a guessed time.
+    const next = await locker.acquire('order:1', { wait: 5_000 });
+    await next.release();
+
+    expect(result.data).toBeNull();
+    expect(result.errors!.map((error) => error.message)).toEqual(['boom']);
+    expect(events).toEqual(['response', 'resolver ends, held: true']);
+  });
+
   it('releases when the resolver throws', async () => {
     const schema = build('type Query { x: Int } type Mutation { pay: Int @locked(key: "order:1") }', {
       Mutation: {
@@ -700,6 +766,23 @@ describe('the lock around the resolver', () => {
 
     expect(result).toEqual({ data: { pay: { id: '7', paid: true, label: 'paid', total: 10 } } });
     expect(settledInside).toBe(true);
+  });
+
+  it('answers a function-valued own field of a frozen class instance whose promise fields it settled', async () => {
+    class Order {
+      readonly id = '7';
+      readonly total = Promise.resolve(10);
+      readonly label = () => 'paid';
+    }
+    const schema = build(
+      `type Order { id: ID! total: Int! label: String! }
+       type Query { x: Int }
+       type Mutation { pay: Order @locked(key: "order:7") }`,
+      { Mutation: { pay: () => Object.freeze(new Order()) } },
+    );
+    const result = await run(schema, 'mutation { pay { id total label } }');
+
+    expect(result).toEqual({ data: { pay: { id: '7', total: 10, label: 'paid' } } });
   });
 
   it('shows child resolvers the own properties of a class instance whose promise fields it settled', async () => {

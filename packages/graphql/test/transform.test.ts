@@ -130,6 +130,29 @@ describe('templates are checked when the schema is transformed', () => {
     expect(transform(sdl)).toThrow(message);
   });
 
+  it('refuses a code-first template whose text holds a lone surrogate: no key could hold it', () => {
+    const { lockedDirectiveTransformer } = lockedDirective({ locker });
+    // SDL cannot hold one (a syntax error): a code-first string can.
+    const schema = new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        fields: {
+          order: {
+            type: GraphQLInt,
+            args: { id: { type: GraphQLString } },
+            extensions: { directives: { locked: { key: 'order\uD800:{args.id}' } } },
+          },
+        },
+      }),
+    });
+    const apply = () => lockedDirectiveTransformer(schema);
+
+    expect(apply).toThrowError(LockedDirectiveError);
+    expect(apply).toThrow(
+      'Query.order: @locked(key: "order\\ud800:{args.id}") holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD: the locker refuses every key holding one',
+    );
+  });
+
   it('accepts literal braces, input-object paths, context and key functions', () => {
     const apply = transform(
       'type Mutation { pay(input: PayInput!): Int @locked(key: "{{t}}:{context.tenant}:{args.input.orderId}:{keys.cart}") } type Query { x: Int }',
@@ -159,7 +182,7 @@ describe('fields the directive refuses', () => {
     const schema = makeExecutableSchema({
       typeDefs: [
         // A declaration wider than lockedDirectiveTypeDefs' (code-first extensions can put it anywhere too).
-        'directive @locked(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION | OBJECT | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION | ENUM_VALUE',
+        'directive @locked(key: String!, ttl: Int, wait: Int) on FIELD_DEFINITION | SCHEMA | OBJECT | ARGUMENT_DEFINITION | INPUT_FIELD_DEFINITION | ENUM_VALUE',
         'input PayInput { orderId: ID }',
         'enum Speed { NOW LATER }',
         sdl,
@@ -169,6 +192,11 @@ describe('fields the directive refuses', () => {
   };
 
   it.each([
+    [
+      'the schema definition',
+      'schema @locked(key: "all") { query: Query } type Query { x: Int }',
+      'schema: @locked on the schema would lock nothing: put it on the fields whose calls it should lock',
+    ],
     [
       'an object type',
       'type Mutation @locked(key: "all") { pay(id: ID!): Int } type Query { x: Int }',
@@ -194,17 +222,20 @@ describe('fields the directive refuses', () => {
     expect(anywhere(sdl)).toThrow(message);
   });
 
-  it('refuses a code-first directive on an object type', () => {
+  it('refuses a code-first directive on an object type or on the schema', () => {
     const { lockedDirectiveTransformer } = lockedDirective({ locker });
-    const schema = new GraphQLSchema({
-      query: new GraphQLObjectType({
-        name: 'Query',
-        extensions: { directives: { locked: { key: 'all' } } },
-        fields: { order: { type: GraphQLInt } },
-      }),
+    const query = (extensions = {}) =>
+      new GraphQLObjectType({ name: 'Query', extensions, fields: { order: { type: GraphQLInt } } });
+    const onType = new GraphQLSchema({ query: query({ directives: { locked: { key: 'all' } } }) });
+    const onSchema = new GraphQLSchema({
+      query: query(),
+      extensions: { directives: { locked: { key: 'all' } } },
     });
-    expect(() => lockedDirectiveTransformer(schema)).toThrow(
+    expect(() => lockedDirectiveTransformer(onType)).toThrow(
       'Query: @locked on a type would lock nothing: put it on the fields whose calls it should lock',
+    );
+    expect(() => lockedDirectiveTransformer(onSchema)).toThrow(
+      'schema: @locked on the schema would lock nothing: put it on the fields whose calls it should lock',
     );
   });
 
@@ -292,6 +323,11 @@ describe('factory options', () => {
       'invalid option "locker": {} (expected a Locker from @lock/core (or any package built on it))',
     ],
     [{ name: 'lock-ed' }, 'invalid option "name": "lock-ed" (expected a GraphQL name)'],
+    // GraphQL reserves names starting with "__" for introspection.
+    [
+      { name: '__locked' },
+      'invalid option "name": "__locked" (expected a GraphQL name not starting with "__", which GraphQL reserves)',
+    ],
     [{ ttl: 0 }, 'invalid option "ttl": 0 (expected an integer number of ms from 10 to 2147483647)'],
     [{ wait: -5 }, 'invalid option "wait": -5 (expected a non-negative integer number of ms, or Infinity)'],
     [{ keys: { cart: 'x' } }, 'invalid option "keys.cart": "x" (expected a function)'],
