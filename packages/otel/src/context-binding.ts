@@ -1,7 +1,7 @@
 import type { AsyncLocalStorage } from 'node:async_hooks';
 import type { Channel } from 'node:diagnostics_channel';
 import { acquireTracing } from '@lock/core';
-import { type Context, context } from '@opentelemetry/api';
+import { type Context, context, createContextKey } from '@opentelemetry/api';
 import type { AcquireCall } from './acquisitions.js';
 
 /** What one instrumentation makes active for an acquire call: its acquire span, or nothing. */
@@ -44,6 +44,19 @@ export function callerContext(call: AcquireCall): Context {
   return callers().get(call) ?? context.active();
 }
 
+/** The caller's context, on the context the shared binding makes active for an acquire call. */
+const CALLER = createContextKey('@lock/otel caller context');
+
+/**
+ * The context the acquire call running now was made in, for an instrumentation enabled since it
+ * began, which neither started a span for it nor knows the call: `context.active()` is then the
+ * acquire span of another instrumentation (or of one disabled since), not the caller's.
+ */
+export function runningCallerContext(): Context {
+  const active = context.active();
+  return (active.getValue(CALLER) as Context | undefined) ?? active;
+}
+
 /**
  * Makes `use`'s context current for the whole of each acquire call, through `storage` (the
  * AsyncLocalStorage behind OpenTelemetry's `context.active()`), and returns the function that
@@ -61,14 +74,15 @@ export function bindContext(storage: AsyncLocalStorage<Context>, use: ActiveCont
     binding = { users };
     all.set(storage, binding);
     start().bindStore(storage, (call) => {
-      callers().set(call, context.active());
+      const caller = context.active();
+      callers().set(call, caller);
       // Every user starts its acquire span now, while the caller's context is still current.
       let active: Context | undefined;
       for (const user of [...users]) {
         const mine = user(call);
         active ??= mine;
       }
-      return active ?? context.active();
+      return (active ?? caller).setValue(CALLER, caller);
     });
   }
   const shared = binding;

@@ -44,7 +44,7 @@ const HOLD_ERRORS: Readonly<Record<Exclude<HoldOutcome, 'released'>, string>> = 
 /**
  * One lock this process holds, with every re-entrant handle of its owner. Handles are not
  * counted here: instrumentation may start (or be re-enabled) while a lock is already held, so
- * only core knows how many handles remain, and says so in each release's `result`.
+ * only core knows how many handles remain, and says with each release whether it was the last.
  */
 interface Hold {
   readonly span: Span;
@@ -98,15 +98,18 @@ export class Holds {
   }
 
   /**
-   * A handle was released. The hold ends when core says the lock is given up (`released`) or
-   * was already gone (`not-owner`); `held` means the owner still holds it through other handles,
-   * and a release that failed (`error`) gave nothing up: the handle may release again.
+   * A handle was released. The hold ends when core says its last handle is gone (`ended`), not
+   * on Redis's answer alone: `held` comes both from a re-entry's inner release, which keeps the
+   * hold, and from the last one of a hold whose explicit owner another locker or process shares,
+   * which ends it, `released` as far as this hold goes. A release that failed ends nothing.
    */
   released(event: ReleaseEvent): void {
-    if (event.result !== 'released' && event.result !== 'not-owner') return;
+    // A core from before `ended` (the peer range admits one) gives Redis's answer alone.
+    const ended = event.ended ?? (event.result === 'released' || event.result === 'not-owner');
+    if (!ended) return;
     const id = holdId(event);
     const hold = this.holds.get(id);
-    if (hold) this.end(id, hold, event.result);
+    if (hold) this.end(id, hold, event.result === 'not-owner' ? 'not-owner' : 'released');
   }
 
   /**

@@ -2,17 +2,17 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Channel } from 'node:diagnostics_channel';
 import type { RenewEvent } from '@lock/core';
 import { acquireTracing, lockEvents } from '@lock/core';
-import { type Context, context, diag } from '@opentelemetry/api';
+import type { Context } from '@opentelemetry/api';
 import { type AcquireCall, type Acquisition, Acquisitions } from './acquisitions.js';
 import { ATTR_ERROR_TYPE, ATTR_LOCK_PROTOCOL } from './attributes.js';
-import { type ActiveContext, bindContext } from './context-binding.js';
+import { type ActiveContext, bindContext, runningCallerContext } from './context-binding.js';
 import { contextStorage } from './context-storage.js';
 import type { AcquireEvent, ExtendEvent, LostEvent, ReleaseEvent } from './events.js';
 import { Holds } from './holds.js';
 import { joinMeterProvider } from './meter-providers.js';
 import { checkOptions, type InstrumentLocksOptions } from './options.js';
 import { OTHER_ERROR } from './outcome.js';
-import { shielded } from './shielded.js';
+import { shielded, warn } from './shielded.js';
 import { createTelemetry } from './telemetry.js';
 
 /** What `instrumentLocks` returns. */
@@ -48,8 +48,7 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
 
   const stores: BoundStore[] = [bound(calls, ofCall)];
   if (otelStorage) stores.push(sharedBinding(otelStorage, (call) => ofCall(call)?.active));
-  else
-    diag.warn('@lock/otel: no AsyncLocalStorageContextManager registered; acquire spans will not be active');
+  else warn('@lock/otel: no AsyncLocalStorageContextManager registered; acquire spans will not be active');
   const subscriptions: [Channel, Listener][] = [
     // Core's acquire calls always return a promise: every call ends with asyncEnd.
     [
@@ -63,7 +62,7 @@ export function instrumentLocks(options: InstrumentLocksOptions = {}): LockInstr
         if (acquisition) acquisitions.granted(acquisition, event);
         holds.acquired(
           event,
-          acquisition?.parent ?? context.active(),
+          acquisition?.parent ?? runningCallerContext(),
           acquisition?.pattern ?? telemetry.pattern(event.key),
           acquisition?.span,
         );

@@ -1,4 +1,5 @@
-import { createNoopMeter, diag, type Meter, type MeterProvider } from '@opentelemetry/api';
+import { createNoopMeter, type Meter, type MeterProvider } from '@opentelemetry/api';
+import { warn } from './shielded.js';
 
 /** How many enabled instrumentations record to each meter provider. */
 const instrumentations = new WeakMap<MeterProvider, number>();
@@ -15,7 +16,7 @@ export function joinMeterProvider(provider: MeterProvider, meter: Meter): () => 
   const count = (instrumentations.get(provider) ?? 0) + 1;
   instrumentations.set(provider, count);
   if (count > 1) {
-    diag.warn(
+    warn(
       `@lock/otel: ${count} instrumentLocks() instances record to one meter provider: each of its lock metrics counts every lock ${count} times`,
     );
   }

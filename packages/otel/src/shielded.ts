@@ -1,14 +1,23 @@
 import { diag } from '@opentelemetry/api';
 
-/**
- * Reports a failure of this package to OpenTelemetry's diagnostic logger. A logger that throws
- * would carry the failure into the lock call or, from a diagnostics_channel subscriber or store
- * transform, crash the process (Node rethrows those as uncaught exceptions): its own failure has
- * nowhere left to go, so it is dropped.
- */
+/** Reports a failure of this package to OpenTelemetry's diagnostic logger: see `log`. */
 export function report(message: string, error?: unknown): void {
+  log(() => diag.error(message, ...(error === undefined ? [] : [error])));
+}
+
+/** Warns through OpenTelemetry's diagnostic logger: see `log`. */
+export function warn(message: string): void {
+  log(() => diag.warn(message));
+}
+
+/**
+ * A logger that throws would carry its failure into the lock call, into `instrumentLocks()` half
+ * set up or, from a diagnostics_channel subscriber or store transform, crash the process (Node
+ * rethrows those as uncaught exceptions): its own failure has nowhere left to go, so it is dropped.
+ */
+function log(write: () => void): void {
   try {
-    diag.error(message, ...(error === undefined ? [] : [error]));
+    write();
   } catch {}
 }
 

@@ -18,6 +18,7 @@ import {
   ATTR_LOCK_REENTRY,
   ATTR_LOCK_WAIT_LIMIT_MS,
   instrumentLocks,
+  type LockInstrumentation,
   METRIC_LOCK_ACQUISITIONS,
   METRIC_LOCK_HELD,
   METRIC_LOCK_HOLD_DURATION,
@@ -207,6 +208,37 @@ describe('instrumentLocks', () => {
     }
   });
 
+  it('ends the held span of a hold whose release leaves the lock to another locker sharing its explicit owner', async () => {
+    // Two lockers on one prefix, as two processes would: Redis counts both holds under one owner.
+    const other = createLocker({ redis });
+    const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
+    const heldSpans = () => lockSpans().filter((span) => span.name.startsWith('lock.held'));
+    const ended = () =>
+      heldSpans().map((span) => [span.attributes[ATTR_LOCK_HOLD_OUTCOME], span.status.code]);
+    try {
+      const first = await locker.acquire('order:1', { owner: 'job-7' });
+      const second = await other.acquire('order:1', { owner: 'job-7' });
+      expect([first.holds, second.holds]).toEqual([1, 2]);
+
+      // Given up here, though the owner still holds the lock through the other locker.
+      expect(await first.release()).toBe('held');
+      expect(ended()).toEqual([['released', SpanStatusCode.UNSET]]);
+      expect(total(await metrics.collect(), METRIC_LOCK_HELD)).toBe(1);
+
+      expect(await second.release()).toBe('released');
+      expect(ended()).toEqual([
+        ['released', SpanStatusCode.UNSET],
+        ['released', SpanStatusCode.UNSET],
+      ]);
+      const all = await metrics.collect();
+      expect(total(all, METRIC_LOCK_HELD)).toBe(0);
+      expect(recorded(all, METRIC_LOCK_HOLD_DURATION, { [ATTR_LOCK_HOLD_OUTCOME]: 'released' })).toBe(2);
+    } finally {
+      instrumentation.disable();
+      await other.close();
+    }
+  });
+
   it('leaves lock.wait_limit_ms out for an unbounded wait, and records a bounded one as given', async () => {
     const instrumentation = instrumentLocks();
     await locker.acquire('order:1', { wait: Number.POSITIVE_INFINITY }).then((lock) => lock.release());
@@ -268,6 +300,40 @@ describe('instrumentLocks', () => {
     } finally {
       first.disable();
       second?.disable();
+    }
+  });
+
+  it('parents the held span on the caller when the call began under another instrumentation: re-enabled, or a second one, mid-call', async () => {
+    /**
+     * Acquires and releases under a caller span, with `enable` run once the call has begun (its
+     * acquire spans start synchronously, the lock is granted after a round trip): for each held
+     * span, whether the caller is its parent.
+     */
+    const heldUnderCaller = (enable: () => void) => {
+      spanExporter.reset();
+      return tracer.startActiveSpan('caller', async (span) => {
+        const pending = locker.acquire('order:1');
+        enable();
+        await (await pending).release();
+        span.end();
+        return lockSpans()
+          .filter((recorded) => recorded.name.startsWith('lock.held'))
+          .map((recorded) => parentOf(recorded) === span.spanContext().spanId);
+      });
+    };
+    const enabled = [instrumentLocks()];
+    try {
+      // The call's active context is the acquire span of the first, which disable() ended.
+      expect(
+        await heldUnderCaller(() => {
+          enabled[0]!.disable();
+          enabled.push(instrumentLocks());
+        }),
+      ).toEqual([true]);
+      // One held span each: the one enabled mid-call finds the other's acquire span active.
+      expect(await heldUnderCaller(() => enabled.push(instrumentLocks()))).toEqual([true, true]);
+    } finally {
+      for (const instrumentation of enabled) instrumentation.disable();
     }
   });
 
@@ -537,6 +603,44 @@ describe('instrumentLocks', () => {
     expect(released).toBe('released');
     expect(logged.length).toBeGreaterThan(0);
     expect(lockSpans().map((span) => span.name)).toEqual(['lock.acquire *', 'lock.held *']);
+  });
+
+  it('survives a diag logger that throws at its setup warnings: instrumentLocks() returns, and a meter provider counts it once', async () => {
+    const other = meters();
+    const enabled: LockInstrumentation[] = [];
+    const enable = (options: Parameters<typeof instrumentLocks>[0]) => {
+      enabled.push(instrumentLocks(options));
+    };
+    const down = () => {
+      throw new Error('logger down');
+    };
+    diag.setLogger({ ...silent, warn: down, error: down });
+    try {
+      // Both warn: a second instrumentation on one meter provider, and one without a context manager.
+      enable({ meterProvider: metrics.meterProvider });
+      enable({ meterProvider: metrics.meterProvider });
+      context.disable();
+      try {
+        enable({ meterProvider: other.meterProvider });
+      } finally {
+        context.setGlobalContextManager(contextManager);
+      }
+      expect(enabled.map((instrumentation) => instrumentation.activeSpans)).toEqual([true, true, false]);
+    } finally {
+      for (const instrumentation of enabled) instrumentation.disable();
+      diag.disable();
+    }
+    // Once disabled, each provider takes one instrumentation without a double-count warning.
+    const warnings: string[] = [];
+    diag.setLogger({ ...silent, warn: (message: string) => warnings.push(message) });
+    try {
+      instrumentLocks({ meterProvider: metrics.meterProvider }).disable();
+      instrumentLocks({ meterProvider: other.meterProvider }).disable();
+    } finally {
+      diag.disable();
+      await other.shutdown();
+    }
+    expect(warnings).toEqual([]);
   });
 
   it('keeps locking, and counts right, when a span processor of the user’s throws at every span end', async () => {

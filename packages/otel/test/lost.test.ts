@@ -3,6 +3,7 @@ import {
   ATTR_ERROR_TYPE,
   ATTR_LOCK_HOLD_OUTCOME,
   ATTR_LOCK_LOST_REASON,
+  ATTR_LOCK_OUTCOME,
   ATTR_LOCK_RENEWAL_COUNT,
   instrumentLocks,
   type LockInstrumentation,
@@ -102,12 +103,26 @@ describe('a lost lock', () => {
     await expectLoss('expired');
   });
 
-  it('ends its held span with reason "closed" when the locker closes', async () => {
+  it('ends its held span with reason "closed" when the locker closes, and a call still waiting as an error', async () => {
     const lock = await locker.acquire('job:9');
     const gone = lost(lock);
+    // Caught now: close() refuses the call before it returns.
+    const waiting = locker.acquire('job:9', { wait: 5_000 }).catch((error: unknown) => error);
     await locker.close();
+    expect(await waiting).toMatchObject({ code: 'ERR_LOCK_CLOSED' });
     await gone;
     await expectLoss('closed');
+    const acquires = spanExporter.getFinishedSpans().filter((span) => span.name.startsWith('lock.acquire'));
+    expect(
+      acquires.map((span) => [
+        span.attributes[ATTR_LOCK_OUTCOME],
+        span.attributes[ATTR_ERROR_TYPE],
+        span.status.code,
+      ]),
+    ).toEqual([
+      ['acquired', undefined, SpanStatusCode.UNSET],
+      ['error', 'ERR_LOCK_CLOSED', SpanStatusCode.ERROR],
+    ]);
   });
 
   it('ends its held span with reason "taken" when its release proves the key was deleted under it', async () => {
