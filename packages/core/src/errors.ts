@@ -106,18 +106,26 @@ export class LockLostError extends LockError<'ERR_LOCK_LOST'> {
   override name = 'LockLostError';
   /** From `using`: how the critical section's routine ended (its result or its error). */
   readonly outcome?: PromiseSettledResult<unknown>;
+  /**
+   * With reason `'expired'`: the lease in force, in ms, also named in the message (a ttl meant in
+   * seconds, `ttl: 30`, reads there as the 30 ms lease it was).
+   */
+  readonly lease?: number;
   constructor(
     readonly key: string,
     readonly reason: LockLostReason,
-    options?: ErrorOptions & { outcome?: PromiseSettledResult<unknown> },
+    options?: ErrorOptions & { outcome?: PromiseSettledResult<unknown>; lease?: number },
   ) {
-    super('ERR_LOCK_LOST', `lock "${key}" was lost (${reason})`, options);
+    const lease = options?.lease;
+    const why = lease === undefined ? reason : `${reason}: its lease of ${lease} ms ran out`;
+    super('ERR_LOCK_LOST', `lock "${key}" was lost (${why})`, options);
     if (options?.outcome) this.outcome = options.outcome;
+    if (lease !== undefined) this.lease = lease;
   }
 
   /** The same loss, carrying the outcome of the critical section it interrupted. */
   with(outcome: PromiseSettledResult<unknown>): LockLostError {
-    return new LockLostError(this.key, this.reason, { cause: this.cause, outcome });
+    return new LockLostError(this.key, this.reason, { cause: this.cause, outcome, lease: this.lease });
   }
 }
 

@@ -106,6 +106,11 @@ export function singleBackend(
     const stamping = watch.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
+  // A renewal refused right after a reconnect may have reached another master (a restart without
+  // persistence, a failover) ahead of the stamp that tells of it: ioredis writes what it queued
+  // meanwhile before it emits 'ready', on which the stamp is sent. Once that stamp is answered,
+  // the hold has ended as 'failover', not been taken by another owner.
+  const masterKnown = (resource: string): Promise<void> | undefined => watch.ready(resource)?.catch(() => {});
   // A reply READONLY came from a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch.demoted();
@@ -251,7 +256,9 @@ export function singleBackend(
     },
 
     async extend(resource, owner, token, ttl) {
-      return extension(await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion), ttl);
+      const extended = await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion);
+      if (extended === null) await masterKnown(resource);
+      return extension(extended, ttl);
     },
 
     async extendMany(items, ttl) {
@@ -281,6 +288,8 @@ export function singleBackend(
             ),
         ),
       );
+      const refused = items.filter((item) => (answers.get(item) ?? null) === null);
+      await Promise.all(refused.map((item) => masterKnown(item.resource)));
       return items.map((item) => answers.get(item) ?? null);
     },
 

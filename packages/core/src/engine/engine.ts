@@ -1177,8 +1177,12 @@ class Engine implements Locker {
 
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {
     if (hold.lost) return;
-    const options = cause === undefined ? undefined : { cause: callerKeyed(cause, hold) };
-    hold.lose(new LockLostError(hold.key, reason, options));
+    hold.lose(
+      new LockLostError(hold.key, reason, {
+        ...(cause === undefined ? {} : { cause: callerKeyed(cause, hold) }),
+        ...(reason === 'expired' ? { lease: hold.ttl } : {}),
+      }),
+    );
     this.forget(hold);
     // Redis may still count the handles not released (the new master got the hold, or the lease
     // outlived our clock), and by the owner's name they would stay: its next acquisition would

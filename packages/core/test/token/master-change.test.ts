@@ -1,5 +1,6 @@
 import { createLocker, type Lock, type LockLostError, type LockProtocol, tokenProtocol } from '@lock/core';
 import { startRedis, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 
 const EPOCH = 2 ** 32;
@@ -17,6 +18,31 @@ function lossOf(lock: Lock): Promise<string> {
 function unstamped(): LockProtocol {
   const { fenceCounter: _, ...protocol } = tokenProtocol();
   return protocol;
+}
+
+/**
+ * Counts the commands `name` that `redis` sends from now on; those `held` (by their arguments)
+ * are written `ms` later, as if their replies came in a later read.
+ */
+function sendsOf(
+  redis: Redis,
+  name: string,
+  held: (args: unknown[]) => boolean,
+  ms: number,
+): { held: number; other: number } {
+  const counts = { held: 0, other: 0 };
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: never[]) => {
+    if (command.name !== name) return send(command as never, ...rest);
+    if (!held(command.args)) {
+      counts.other += 1;
+      return send(command as never, ...rest);
+    }
+    counts.held += 1;
+    setTimeout(() => send(command as never, ...rest), ms);
+    return (command as unknown as { promise: Promise<unknown> }).promise;
+  }) as typeof redis.sendCommand;
+  return counts;
 }
 
 describe('a change of master (S12/S13)', () => {
@@ -51,6 +77,40 @@ describe('a change of master (S12/S13)', () => {
     expect(await lost).toBe('failover');
     await locker.close();
   });
+
+  it.each([
+    ['an extend()', false],
+    ['a renewal', true],
+  ])(
+    '%s written to a server restarted empty before the stamp that tells of it still ends the hold as a failover, not taken',
+    async (_, renew) => {
+      await using server = await startRedis();
+      const redis = server.client();
+      // Long enough for a call queued while the server is down to wait for it.
+      const locker = createLocker({ redis, replication: false, commandTimeout: 20_000 });
+      const lock = await locker.acquire('order:1', { ttl: renew ? 6_000 : 60_000, renew });
+      const lost = lossOf(lock);
+      await server.kill();
+      await waitFor('the client to see the server gone', async () => redis.status !== 'ready');
+      // ioredis writes what it queued meanwhile on the new connection before it emits 'ready', on
+      // which the stamp is sent. Their replies may come in one read or in two: the stamp's is
+      // held back here, as a separate read would have it processed after the call's.
+      const sends = sendsOf(
+        redis,
+        'evalsha',
+        (args) => args.some((arg) => String(arg).endsWith(':epoch')),
+        300,
+      );
+      const extended = renew ? undefined : lock.extend(60_000).catch((error: unknown) => error);
+      // The watchdog renews every 2 s: one renewal is queued while the server is down.
+      if (renew) await waitFor('a renewal queued while the server is down', async () => sends.other > 0);
+      await server.restart();
+      expect(await lost).toBe('failover');
+      expect(sends.held).toBeGreaterThan(0);
+      expect(await extended).toBe(renew ? undefined : lock.signal.reason);
+      await locker.close();
+    },
+  );
 
   it('a renewal answered READONLY (the master was demoted under a live connection) ends the hold as a failover', async () => {
     await using server = await startRedis();

@@ -26,6 +26,12 @@ describe('events and inspection', () => {
       await lock.release();
       const doomed = await locker.acquire('doomed', { ttl: 100 });
       await new Promise((resolve) => doomed.signal.addEventListener('abort', resolve));
+      // The lease is named: a ttl meant in seconds shows as the ms it was.
+      expect(doomed.signal.reason).toMatchObject({
+        reason: 'expired',
+        lease: 100,
+        message: 'lock "doomed" was lost (expired: its lease of 100 ms ran out)',
+      });
       // Lost: that is the answer (a key Redis still has is freed in the background).
       expect(await doomed.release()).toBe('not-owner');
     } finally {
