@@ -58,6 +58,14 @@ const CLIENT_NAMES = { client: 'redis', clients: 'redis', connection: 'redis' };
 export function createLocker(options: LockerOptions): Locker {
   if (typeof options !== 'object' || options === null)
     throw new InvalidOptionError('options', options, 'an object');
+  // Not kept on the error: a client's options may hold its password.
+  if (typeof (options as { evalsha?: unknown }).evalsha === 'function')
+    throw new InvalidOptionError(
+      'options',
+      undefined,
+      'options',
+      'invalid options: an ioredis client (createLocker takes options: pass it as createLocker({ redis }))',
+    );
   refuseUnknown(
     options,
     ['redis', 'protocol', 'replication', 'eviction', 'clockSkew', 'pubSub', ...ENGINE_OPTIONS],

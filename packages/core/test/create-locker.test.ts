@@ -28,6 +28,20 @@ describe('createLocker', () => {
   it('refuses a bad client, protocol or option before touching Redis', async () => {
     const keys = await redis.dbsize();
     expect(() => createLocker({ redis: {} as never })).toThrow(InvalidOptionError);
+    // The client itself, not in `redis`: said so, and the client (its password) kept off the error.
+    const refused = (() => {
+      try {
+        createLocker(redis as never);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toMatchObject({
+      name: 'InvalidOptionError',
+      value: undefined,
+      message:
+        'invalid options: an ioredis client (createLocker takes options: pass it as createLocker({ redis }))',
+    });
     expect(() => createLocker({ redis, protocol: 'redlock' as never })).toThrow(
       /invalid option "protocol": "redlock"/,
     );
@@ -132,6 +146,20 @@ describe('createLocker', () => {
   it('takes options left undefined in using, as in acquire and tryAcquire', async () => {
     const locker = createLocker({ redis, prefix: 'undefined-options:' });
     expect(await locker.using('k', undefined, async (lock) => lock.key)).toBe('k');
+    // Options after the function would be ignored (a wait the caller gave never honoured): refused.
+    let ran = false;
+    const swapped = locker.using(
+      'k',
+      (() => {
+        ran = true;
+      }) as never,
+      { wait: 100 } as never,
+    );
+    await expect(swapped).rejects.toThrow(
+      'invalid options: a function, then something more (using takes the options before the function: using(key, options, fn))',
+    );
+    expect(ran).toBe(false);
+    expect(await redis.exists('undefined-options:k', '{undefined-options:k}')).toBe(0);
     await (await locker.acquire('k', undefined)).release();
     await locker.close();
   });

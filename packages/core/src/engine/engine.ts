@@ -8,6 +8,7 @@ import { clockDrift } from '../clock-drift.js';
 import {
   AcquireTimeoutError,
   callerKeyed,
+  InvalidOptionError,
   LockAbortError,
   LockBusyError,
   LockerClosedError,
@@ -266,6 +267,14 @@ class Engine implements Locker {
     optionsOrFn: UsingOptions | undefined | ((lock: Lock) => Promise<T> | T),
     maybeFn?: (lock: Lock) => Promise<T> | T,
   ): Promise<T> {
+    // Ignored, they would let a call meant to give up after its `wait` wait on.
+    if (typeof optionsOrFn === 'function' && maybeFn !== undefined)
+      throw new InvalidOptionError(
+        'options',
+        undefined,
+        'options',
+        'invalid options: a function, then something more (using takes the options before the function: using(key, options, fn))',
+      );
     // Options left undefined count as none, as in acquire: a wrapper passing its own optional ones on.
     const [options, fn] =
       typeof optionsOrFn === 'function'
