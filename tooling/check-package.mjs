@@ -1,10 +1,11 @@
 // Packs the package as pnpm publishes it (its `prepack` builds it and what it depends on), checks
-// that every file its `exports` name is in the tarball, then runs publint and attw on it.
+// that every file its `exports` name is in the tarball and that its classes keep their names, then
+// runs publint and attw on it.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
 const out = mkdtempSync(join(tmpdir(), 'lock-pack-'));
@@ -28,6 +29,14 @@ try {
       JSON.parse(readFileSync(join(out, file), 'utf8')).sources.some((source) => source.startsWith('/')),
     );
   if (absolute.length > 0) throw new Error(`source maps name absolute paths: ${absolute.join(', ')}`);
+  // As users' logs name them: esbuild renames a class that refers to itself (`_LockLostError`)
+  // unless the build keeps names.
+  const main = await import(pathToFileURL(resolve(exports['.'].import.default)).href);
+  const renamed = Object.entries(main)
+    .filter(([, value]) => typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)))
+    .filter(([name, value]) => value.name !== name)
+    .map(([name, value]) => `${name} (named ${value.name})`);
+  if (renamed.length > 0) throw new Error(`exported classes renamed by the build: ${renamed.join(', ')}`);
   execFileSync(bin('publint'), ['run', tarball, '--strict'], { stdio: 'inherit' });
   execFileSync(bin('attw'), [tarball], { stdio: 'inherit' });
 } finally {
