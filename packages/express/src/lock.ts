@@ -2,12 +2,14 @@ import { IncomingMessage } from 'node:http';
 import { type Lock, orDefault } from '@lock/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
+  APP_ROUTES,
   type CommonLockOptions,
   checkCommonOptions,
   checkFunction,
   checkPropertyName,
   createGate,
   type LockRefusal,
+  refuseRequestAsOptions,
 } from './http/index.js';
 import { declaredParams } from './route-params.js';
 import { sendRefusal } from './send-refusal.js';
@@ -124,6 +126,7 @@ type Onward = (req: Request, res: Response, next: NextFunction) => unknown;
  * frees the lock while the handler may still run: use `locked()` for a handler that writes.
  */
 export function lock(options: ExpressLockOptions): RequestHandler {
+  refuseRequestAsOptions(options, APP_ROUTES);
   return gated(options, 'the lock() options', (_req, _res, next) => next());
 }
 
@@ -164,6 +167,7 @@ function gated(options: ExpressLockOptions, where: string, onward: Onward): Requ
     settings,
     (req: Request) => ({ params: req.params, query: req.query, headers: req.headers, body: req.body }),
     (req) => declaredParams(req, lockMiddleware),
+    APP_ROUTES,
   );
 
   return lockMiddleware;

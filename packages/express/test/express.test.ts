@@ -1,6 +1,6 @@
 import http, { type Server } from 'node:http';
 import type { Lock, Locker } from '@lock/core';
-import { waitFor } from '@lock/testing';
+import { refusalHiding, waitFor } from '@lock/testing';
 import type express5 from 'express';
 import type { RequestHandler } from 'express';
 import request from 'supertest';
@@ -129,6 +129,32 @@ for (const version of expressVersions) {
         );
       }
       expect(() => lock({ locker, key: 'k', requestPropertyName: 'orderLock' })).not.toThrow();
+    });
+
+    it('answers lock handed to a route uncalled with an error showing the call, not the request, and never runs the route', async () => {
+      const secret = 'Bearer hunter2-not-to-be-logged';
+      const route = vi.fn<RequestHandler>((_req, res) => {
+        res.json({ ran: true });
+      });
+      const failures: unknown[] = [];
+      const server = await serve((app) => {
+        app.post('/orders/:id', lock as unknown as RequestHandler, route);
+        app.use(((error, _req, _res, next) => {
+          failures.push(error);
+          next(error);
+        }) as express5.ErrorRequestHandler);
+      });
+      const answer = await request(server).post('/orders/1').set('Authorization', secret);
+      expect([answer.status, answer.body]).toEqual([500, { code: 'ERR_LOCK_INVALID_OPTION' }]);
+      expect(route).not.toHaveBeenCalled();
+      expect(failures).toHaveLength(1);
+      const failure = await refusalHiding(secret, () => {
+        throw failures[0];
+      });
+      expect(failure).toMatchObject({ name: 'InvalidOptionError', option: 'options', value: undefined });
+      expect(failure.message).toBe(
+        "lock() was called as a middleware, with a request for its options: lock(options) returns the middleware, so pass the route what it returns, not lock itself: app.post('/orders/:id', lock({ locker, key: 'order:{params.id}' }), handler)",
+      );
     });
 
     it('refuses an unknown option of locked() as one of its own, without its value', () => {
@@ -407,7 +433,12 @@ for (const version of expressVersions) {
         [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
       ]);
       expect(logger.warn).toHaveBeenCalledTimes(1);
-      expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_PARAMS' });
+      expect(logger.warn.mock.calls[0]![0]).toMatchObject({
+        code: 'ERR_LOCK_HTTP_NO_PARAMS',
+        message: expect.stringMatching(
+          /Pass it to the route itself: app\.post\('\/orders\/:id', lock\(\.\.\.\), handler\)$/,
+        ),
+      });
     });
 
     it('takes no params from a route that called next() before it: app.use after that route still has none', async () => {

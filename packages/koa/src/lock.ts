@@ -5,7 +5,9 @@ import {
   checkFunction,
   checkPropertyName,
   createGate,
+  type HttpFramework,
   type LockRefusal,
+  refuseRequestAsOptions,
 } from '@lock/express/http';
 import type { Context, Middleware, Next } from 'koa';
 import { declaredParams } from './route-params.js';
@@ -34,6 +36,9 @@ export interface KoaLockOptions extends CommonLockOptions<Context> {
   readonly stateKey?: string;
 }
 
+/** Koa apps declare routes on @koa/router's router: a Koa app has no `post`. */
+const KOA: HttpFramework = { routes: 'router' };
+
 /**
  * Router middleware that holds a lock on the request's key from before the handler runs until
  * both `ctx.res` has closed (or its connection has) and `await next()` has settled: never merely
@@ -41,6 +46,7 @@ export interface KoaLockOptions extends CommonLockOptions<Context> {
  * until the response closes, because after a client abort the handler is still running. Works on Koa 2 and 3 with @koa/router.
  */
 export function lock(options: KoaLockOptions): Middleware {
+  refuseRequestAsOptions(options, KOA);
   const settings = checkCommonOptions<Context>(options, ['handler', 'stateKey']);
   const handler = options.handler === undefined ? sendRefusal : checkFunction(options.handler, 'handler');
   const stateKey = checkPropertyName(orDefault(options.stateKey, 'lock'), 'stateKey');
@@ -53,6 +59,7 @@ export function lock(options: KoaLockOptions): Middleware {
       body: (ctx.request as { body?: unknown }).body,
     }),
     (ctx) => declaredParams(ctx, lockMiddleware),
+    KOA,
   );
 
   return lockMiddleware;

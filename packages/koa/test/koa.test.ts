@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Lock, Locker } from '@lock/core';
 import type { RedisServer } from '@lock/testing';
-import { waitFor } from '@lock/testing';
+import { refusalHiding, waitFor } from '@lock/testing';
 import type Koa3 from 'koa';
 import type { Middleware } from 'koa';
 import request from 'supertest';
@@ -116,6 +116,37 @@ for (const version of koaVersions) {
         );
       }
       expect(() => lock({ locker, key: 'k', stateKey: 'orderLock' })).not.toThrow();
+    });
+
+    it('answers lock handed to a route uncalled with an error showing the call, not the context, and never runs the route', async () => {
+      const secret = 'Bearer hunter2-not-to-be-logged';
+      const route = vi.fn<Middleware>((ctx) => {
+        ctx.body = { ran: true };
+      });
+      const failures: unknown[] = [];
+      const server = await serve((app, router) => {
+        app.use(answerErrors);
+        app.use(async (_ctx, next) => {
+          try {
+            await next();
+          } catch (error) {
+            failures.push(error);
+            throw error;
+          }
+        });
+        router.post('/orders/:id', lock as unknown as Middleware, route);
+      });
+      const answer = await request(server).post('/orders/1').set('Authorization', secret);
+      expect([answer.status, answer.body]).toEqual([500, { code: 'ERR_LOCK_INVALID_OPTION' }]);
+      expect(route).not.toHaveBeenCalled();
+      expect(failures).toHaveLength(1);
+      const failure = await refusalHiding(secret, () => {
+        throw failures[0];
+      });
+      expect(failure).toMatchObject({ name: 'InvalidOptionError', option: 'options', value: undefined });
+      expect(failure.message).toBe(
+        "lock() was called as a middleware, with a request for its options: lock(options) returns the middleware, so pass the route what it returns, not lock itself: router.post('/orders/:id', lock({ locker, key: 'order:{params.id}' }), handler)",
+      );
     });
 
     it('stores the handle under stateKey', async () => {
@@ -428,7 +459,13 @@ for (const version of koaVersions) {
         [500, 'ERR_LOCK_HTTP_MISSING_PARAM'],
       ]);
       expect(logger.warn).toHaveBeenCalledTimes(1);
-      expect(logger.warn.mock.calls[0]![0]).toMatchObject({ code: 'ERR_LOCK_HTTP_NO_PARAMS' });
+      // Koa has no app.post: the warning shows the router's.
+      expect(logger.warn.mock.calls[0]![0]).toMatchObject({
+        code: 'ERR_LOCK_HTTP_NO_PARAMS',
+        message: expect.stringMatching(
+          /Pass it to the route itself: router\.post\('\/orders\/:id', lock\(\.\.\.\), handler\)$/,
+        ),
+      });
     });
 
     it('takes no declared params from a route that called next() before it: app.use after the router is not that route', async () => {

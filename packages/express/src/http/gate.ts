@@ -1,5 +1,6 @@
 import { isUnavailable, type Lock, type LockLostError, type LockLostReason } from '@lock/core';
 import { LockHttpWarning } from './errors.js';
+import { APP_ROUTES, type HttpFramework } from './framework.js';
 import type { KeySources } from './key-template.js';
 import type { LockSettings } from './options.js';
 import { busyRefusal, codeOf, isBusy, type LockRefusal, unavailableRefusal } from './refusal.js';
@@ -49,15 +50,17 @@ const FAIL_OPEN = 'ERR_LOCK_HTTP_FAIL_OPEN';
  * `declaredParamsOf` gives the params the route running the middleware declares, for a framework
  * that leaves an optional param the request left out off `params`; it is asked only when a params
  * placeholder finds no own property of `params` (or `params` has none), to answer 400 rather than
- * 500. Default: none beyond the own properties of `params`.
+ * 500. Default: none beyond the own properties of `params`. `framework` is what the warnings'
+ * examples declare a route on. Default: `app`.
  */
 export function createGate<C>(
   settings: LockSettings<C>,
   sourcesOf: (context: C) => KeySources,
   declaredParamsOf: (context: C) => readonly string[] = () => [],
+  framework: HttpFramework = APP_ROUTES,
 ): Gate<C> {
   const warnings = new WarnOnce(settings.logger);
-  const resolveKey = keyOf(settings, sourcesOf, declaredParamsOf, warnings);
+  const resolveKey = keyOf(settings, sourcesOf, declaredParamsOf, warnings, framework);
   const ended = (error: unknown, key: string) =>
     tell(
       settings.logger,

@@ -5,6 +5,7 @@
  */
 export { type CuttableResponse, cutResponse } from './cut.js';
 export { KeyTemplateError, LockHttpWarning, type RequestKeyCode, RequestKeyError } from './errors.js';
+export { APP_ROUTES, type HttpFramework, refuseRequestAsOptions } from './framework.js';
 export { createGate, type Gate, type GateOutcome, type Proceed } from './gate.js';
 export type { KeySource, KeySources } from './key-template.js';
 export {

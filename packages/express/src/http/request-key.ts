@@ -1,4 +1,5 @@
 import { RequestKeyError } from './errors.js';
+import { type HttpFramework, routeWith } from './framework.js';
 import { type DeclaredParams, type KeySources, type KeyTemplate, renderKey } from './key-template.js';
 import type { LockSettings } from './options.js';
 import type { WarnOnce } from './warnings.js';
@@ -33,13 +34,15 @@ export type KeyOf<C> = (context: C) => Promise<string>;
 
 /**
  * The key resolver of one middleware: its template rendered over `sourcesOf(context)`, or its key
- * function. `declaredParamsOf` is asked only for a params placeholder that finds no value.
+ * function. `declaredParamsOf` is asked only for a params placeholder that finds no value;
+ * `framework` shapes the route the warnings show.
  */
 export function keyOf<C>(
   settings: LockSettings<C>,
   sourcesOf: (context: C) => KeySources,
   declaredParamsOf: (context: C) => readonly string[],
   warnings: WarnOnce,
+  framework: HttpFramework,
 ): KeyOf<C> {
   const { key } = settings;
   if (typeof key === 'function') {
@@ -57,7 +60,7 @@ export function keyOf<C>(
   return async (context) => {
     const sources = sourcesOf(context);
     const declaredParams = () => declaredParamsOf(context);
-    checkSources(key, sources, declaredParams, settings.validate, warnings);
+    checkSources(key, sources, declaredParams, settings.validate, warnings, framework);
     return renderKey(key, sources, declaredParams);
   };
 }
@@ -68,6 +71,7 @@ function checkSources(
   declaredParams: DeclaredParams,
   validate: LockSettings<unknown>['validate'],
   warnings: WarnOnce,
+  framework: HttpFramework,
 ): void {
   if (
     validate.params &&
@@ -77,7 +81,7 @@ function checkSources(
   ) {
     warnings.warn(
       'ERR_LOCK_HTTP_NO_PARAMS',
-      `the lock key ${JSON.stringify(template.template)} reads route params, but the request has none: the middleware is mounted where routes are not matched yet (app.use / router.use). Pass it to the route itself: app.post('/orders/:id', lock(...), handler)`,
+      `the lock key ${JSON.stringify(template.template)} reads route params, but the request has none: the middleware is mounted where routes are not matched yet (app.use / router.use). Pass it to the route itself: ${routeWith(framework, 'lock(...)')}`,
     );
   }
   if (validate.body && template.sources.has('body') && sources.body === undefined) {
