@@ -33,7 +33,9 @@ try {
   // unless the build keeps names.
   const main = await import(pathToFileURL(resolve(exports['.'].import.default)).href);
   const renamed = Object.entries(main)
-    .filter(([, value]) => typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)))
+    .filter(
+      ([, value]) => typeof value === 'function' && /^class\b/.test(Function.prototype.toString.call(value)),
+    )
     .filter(([name, value]) => value.name !== name)
     .map(([name, value]) => `${name} (named ${value.name})`);
   if (renamed.length > 0) throw new Error(`exported classes renamed by the build: ${renamed.join(', ')}`);
