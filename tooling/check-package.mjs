@@ -29,8 +29,8 @@ try {
       JSON.parse(readFileSync(join(out, file), 'utf8')).sources.some((source) => source.startsWith('/')),
     );
   if (absolute.length > 0) throw new Error(`source maps name absolute paths: ${absolute.join(', ')}`);
-  // As users' logs name them: esbuild renames a class that refers to itself (`_LockLostError`)
-  // unless the build keeps names.
+  // As users' logs name them: esbuild renames a class whose body names it (`_LockLostError`);
+  // its keepNames option would wrap every closure made on the hot path in a call of its own.
   const main = await import(pathToFileURL(resolve(exports['.'].import.default)).href);
   const renamed = Object.entries(main)
     .filter(

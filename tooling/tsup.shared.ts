@@ -10,8 +10,6 @@ export function libraryBuild(entry: Options['entry'], extra: Options = {}) {
     sourcemap: true,
     clean: true,
     loader: { '.lua': 'text' },
-    // esbuild renames a class that refers to itself (`_InvalidOptionError`): logs show that name.
-    keepNames: true,
     ...extra,
   });
 }

@@ -125,7 +125,10 @@ export class LockLostError extends LockError<'ERR_LOCK_LOST'> {
 
   /** The same loss, carrying the outcome of the critical section it interrupted. */
   with(outcome: PromiseSettledResult<unknown>): LockLostError {
-    return new LockLostError(this.key, this.reason, { cause: this.cause, outcome, lease: this.lease });
+    // Not by its name: the bundler renames a class whose body names it (`_LockLostError`, which
+    // logs would show).
+    const Lost = this.constructor as typeof LockLostError;
+    return new Lost(this.key, this.reason, { cause: this.cause, outcome, lease: this.lease });
   }
 }
 
@@ -243,12 +246,8 @@ export class InvalidOptionError extends LockError<'ERR_LOCK_INVALID_OPTION'> {
    */
   static unknown(option: string, expected: string, meant: string | undefined): InvalidOptionError {
     const hint = meant === undefined ? '' : `. Did you mean "${meant}"?`;
-    return new InvalidOptionError(
-      option,
-      undefined,
-      expected,
-      `unknown option "${option}" (expected ${expected})${hint}`,
-    );
+    // `this`, not its name: see `LockLostError.with`.
+    return new this(option, undefined, expected, `unknown option "${option}" (expected ${expected})${hint}`);
   }
 }
 

@@ -84,7 +84,8 @@ export class RedisServer {
     for (let attempt = 0; ; attempt++) {
       // The real path, because the guard compares it with /proc/<pid>/cwd.
       const dir = realpathSync(mkdtempSync(join(tmpdir(), 'lock-testing-')));
-      const server = new RedisServer(await reservePort(), dir, options);
+      // `this`, not its name: the bundler renames a class whose body names it (`_RedisServer`).
+      const server = new this(await reservePort(), dir, options);
       try {
         await server.spawn(binary);
         return server;
