@@ -173,6 +173,14 @@ export interface LockBackend {
    * Optional: backends of independent masters (RedLock) have no failover.
    */
   onMasterChange?(listener: (affects: (resource: string) => boolean) => void): () => void;
+  /**
+   * Settles once the check of the master behind `resource` that is due or under way (after a
+   * reconnect, a slot move) has answered, so that a change it finds has been reported to
+   * `onMasterChange`; undefined when none is. Never rejects. A renewal or extend refused right
+   * after a reconnect may have reached a new master ahead of that check: the engine waits for it
+   * before it calls the lock taken. Optional, with `onMasterChange`.
+   */
+  masterKnown?(resource: string): Promise<void> | undefined;
   /** Ends the backend's own connections (never the caller's clients). */
   close(): Promise<void>;
 }

@@ -106,11 +106,6 @@ export function singleBackend(
     const stamping = watch.ready(resource);
     return stamping ? stamping.then(send) : send();
   };
-  // A renewal refused right after a reconnect may have reached another master (a restart without
-  // persistence, a failover) ahead of the stamp that tells of it: ioredis writes what it queued
-  // meanwhile before it emits 'ready', on which the stamp is sent. Once that stamp is answered,
-  // the hold has ended as 'failover', not been taken by another owner.
-  const masterKnown = (resource: string): Promise<void> | undefined => watch.ready(resource)?.catch(() => {});
   // A reply READONLY came from a demoted master: the locks it holds may be gone.
   const noticeDemotion = (error: unknown): never => {
     if (isReadonly(error)) watch.demoted();
@@ -256,9 +251,7 @@ export function singleBackend(
     },
 
     async extend(resource, owner, token, ttl) {
-      const extended = await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion);
-      if (extended === null) await masterKnown(resource);
-      return extension(extended, ttl);
+      return extension(await protocol.extend(redis, resource, owner, token, ttl).catch(noticeDemotion), ttl);
     },
 
     async extendMany(items, ttl) {
@@ -288,12 +281,14 @@ export function singleBackend(
             ),
         ),
       );
-      const refused = items.filter((item) => (answers.get(item) ?? null) === null);
-      await Promise.all(refused.map((item) => masterKnown(item.resource)));
       return items.map((item) => answers.get(item) ?? null);
     },
 
     inspect: (resource) => protocol.inspect(redis, resource),
+
+    // ioredis writes what it queued while disconnected before it emits 'ready', on which the
+    // stamp is sent: a renewal refused by a new master may be read before the stamp's answer.
+    masterKnown: (resource) => watch.ready(resource)?.catch(() => {}),
 
     ...(listener && {
       listen: (resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void) =>

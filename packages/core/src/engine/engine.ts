@@ -444,6 +444,9 @@ class Engine implements Locker {
       }
       // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
       if (result) hold.token = result.token;
+      // Refused, perhaps by a new master that a check under way is about to report (see the watchdog).
+      const known = result ? undefined : this.backend.masterKnown?.(hold.resource);
+      if (known) await withDeadline(known, Math.max(1, this.timeLeft(calledAt))).catch(() => {});
       if (hold.lost) throw hold.lost;
       if (!result) {
         this.lose(hold, 'taken');

@@ -151,9 +151,16 @@ export class Watchdog {
           (results) => {
             const result = results[i] ?? null;
             if (result instanceof Error) return this.finish(hold, () => this.failed(hold, result));
+            const settle = () => this.finish(hold, () => this.renewed(hold, result, sentAt));
             // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
-            if (result) hold.token = result.token;
-            this.finish(hold, () => this.renewed(hold, result, sentAt));
+            if (result) {
+              hold.token = result.token;
+              return settle();
+            }
+            // Refused, perhaps by a new master that a check under way is about to report (a
+            // failover, not a taker): this hold waits for it, the batch's other holds do not.
+            const known = this.backend.masterKnown?.(hold.resource);
+            return known ? withDeadline(known, this.timeout).then(settle, settle) : settle();
           },
           (error: unknown) => this.finish(hold, () => this.failed(hold, error)),
         ),

@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createLocker, type Lock, type LockLostError, type LockProtocol, tokenProtocol } from '@lock/core';
 import { startRedis, waitFor } from '@lock/testing';
 import type { Redis } from 'ioredis';
@@ -111,6 +112,43 @@ describe('a change of master (S12/S13)', () => {
       await locker.close();
     },
   );
+
+  it("a refused renewal waits for the stamp under way on its own: the batch's other hold is renewed meanwhile", async () => {
+    await using server = await startRedis();
+    const redis = server.client();
+    const locker = createLocker({ redis, replication: false, commandTimeout: 1_000 });
+    const other = createLocker({ redis: server.client(), replication: false });
+    const kept = await locker.acquire('order:1', { ttl: 3_000, renew: true });
+    const taken = await locker.acquire('order:2', { ttl: 3_000, renew: true });
+    const lost = lossOf(taken);
+    const renewedKept: string[] = [];
+    const onExtend = (message: unknown) => {
+      const { key } = message as { key: string };
+      if (key === 'order:1') renewedKept.push(key);
+    };
+    subscribe('lock:extend', onExtend);
+    try {
+      // A reconnect to the same server: its stamp, due again, is held back past both leases.
+      const sends = sendsOf(
+        redis,
+        'evalsha',
+        (args) => args.some((arg) => String(arg).endsWith(':epoch')),
+        4_000,
+      );
+      redis.disconnect(true);
+      await waitFor('the stamp of the new connection to be sent', async () => sends.held > 0);
+      await server.client().del('{lock:order:2}');
+      await other.acquire('order:2', { ttl: 60_000 });
+      // Renewed every second, order:1 is renewed while the stamp is still held back.
+      await waitFor('order:1 to be renewed', async () => renewedKept.length > 0);
+      expect(sends.held).toBeGreaterThan(0);
+      expect(await lost).toBe('taken');
+      expect(kept.signal.aborted).toBe(false);
+    } finally {
+      unsubscribe('lock:extend', onExtend);
+      await Promise.all([locker.close(), other.close()]);
+    }
+  });
 
   it('a renewal answered READONLY (the master was demoted under a live connection) ends the hold as a failover', async () => {
     await using server = await startRedis();
