@@ -147,12 +147,7 @@ for (const version of expressVersions) {
       });
       const answer = await request(server).post('/orders/1').set('Authorization', secret);
       expect(route).not.toHaveBeenCalled();
-      await expectUncalledLockRefusal(
-        answer,
-        failures,
-        secret,
-        "app.post('/orders/:id', lock({ locker, key: 'order:{params.id}' }), handler)",
-      );
+      await expectUncalledLockRefusal(answer, failures, secret, 'app');
     });
 
     it('refuses an unknown option of locked() as one of its own, without its value', () => {

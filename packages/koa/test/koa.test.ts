@@ -139,12 +139,7 @@ for (const version of koaVersions) {
       });
       const answer = await request(server).post('/orders/1').set('Authorization', secret);
       expect(route).not.toHaveBeenCalled();
-      await expectUncalledLockRefusal(
-        answer,
-        failures,
-        secret,
-        "router.post('/orders/:id', lock({ locker, key: 'order:{params.id}' }), handler)",
-      );
+      await expectUncalledLockRefusal(answer, failures, secret, 'router');
     });
 
     it('stores the handle under stateKey', async () => {

@@ -286,8 +286,6 @@ export function singleBackend(
 
     inspect: (resource) => protocol.inspect(redis, resource),
 
-    // ioredis writes what it queued while disconnected before it emits 'ready', on which the
-    // stamp is sent: a renewal refused by a new master may be read before the stamp's answer.
     masterKnown: (resource) => watch.ready(resource)?.catch(() => {}),
 
     ...(listener && {

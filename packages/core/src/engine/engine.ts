@@ -227,6 +227,7 @@ class Engine implements Locker {
     setMaxListeners(0, this.closing.signal);
     this.watchdog = new Watchdog(backend, this.clock, this.timeout, {
       renewed: (hold) => this.emit('extend', hold, () => ({ validUntil: hold.validUntil, renewal: true })),
+      refused: (hold, within) => this.refused(hold, within),
       lost: (hold, reason, cause) => this.lose(hold, reason, cause),
     });
     this.unwatchMaster = backend.onMasterChange?.((affects) => this.masterChanged(affects)) ?? (() => {});
@@ -442,16 +443,13 @@ class Engine implements Locker {
         this.watchdog.reschedule(hold);
         throw callerKeyed(unavailableOn(this.backend, error, hold.key, 'extend'), hold);
       }
-      // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
-      if (result) hold.token = result.token;
-      // Refused, perhaps by a new master that a check under way is about to report (see the watchdog).
-      const known = result ? undefined : this.backend.masterKnown?.(hold.resource);
-      if (known) await withDeadline(known, Math.max(1, this.timeLeft(calledAt))).catch(() => {});
-      if (hold.lost) throw hold.lost;
       if (!result) {
-        this.lose(hold, 'taken');
+        await this.refused(hold, this.timeLeft(calledAt));
         throw hold.lost;
       }
+      // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
+      hold.token = result.token;
+      if (hold.lost) throw hold.lost;
       hold.ttl = lease;
       hold.renewedAt = sentAt;
       hold.validUntil = sentAt + result.validity;
@@ -1185,6 +1183,18 @@ class Engine implements Locker {
   private lostDuring(hold: Hold): LockLostError | undefined {
     this.checkValidity(hold);
     return hold.lost;
+  }
+
+  /**
+   * A renewal or extend Redis refused: the hold is taken, unless it was released meanwhile, or the
+   * refusal came from a new master that a check due or under way reports within `within` ms (a
+   * restart or failover: ioredis writes what it queued while disconnected before it emits
+   * 'ready', on which that check is sent), which ends it as 'failover' first.
+   */
+  private async refused(hold: Hold, within: number): Promise<void> {
+    const known = this.backend.masterKnown?.(hold.resource);
+    if (known) await withDeadline(known, Math.max(1, within)).catch(() => {});
+    if (this.holds.has(hold)) this.lose(hold, 'taken');
   }
 
   private lose(hold: Hold, reason: LockLostReason, cause?: unknown): void {

@@ -9,6 +9,8 @@ import type { Hold } from './hold.js';
 /** What the watchdog reports back to the engine. */
 export interface WatchdogEvents {
   renewed(hold: Hold): void;
+  /** A renewal Redis refused: the engine ends the hold, waiting up to `within` ms to tell why. */
+  refused(hold: Hold, within: number): Promise<void>;
   lost(hold: Hold, reason: LockLostReason, cause?: unknown): void;
 }
 
@@ -151,16 +153,14 @@ export class Watchdog {
           (results) => {
             const result = results[i] ?? null;
             if (result instanceof Error) return this.finish(hold, () => this.failed(hold, result));
-            const settle = () => this.finish(hold, () => this.renewed(hold, result, sentAt));
+            // This hold alone, not the batch's others, waits while the engine tells why.
+            if (!result)
+              return this.events.refused(hold, this.timeout).then(() => {
+                hold.renewing = false;
+              });
             // Even for a hold lost meanwhile: `close()` releases it next, with the token Redis has now.
-            if (result) {
-              hold.token = result.token;
-              return settle();
-            }
-            // Refused, perhaps by a new master that a check under way is about to report (a
-            // failover, not a taker): this hold waits for it, the batch's other holds do not.
-            const known = this.backend.masterKnown?.(hold.resource);
-            return known ? withDeadline(known, this.timeout).then(settle, settle) : settle();
+            hold.token = result.token;
+            this.finish(hold, () => this.renewed(hold, result, sentAt));
           },
           (error: unknown) => this.finish(hold, () => this.failed(hold, error)),
         ),
@@ -168,11 +168,7 @@ export class Watchdog {
     });
   }
 
-  private renewed(hold: Hold, result: { token: string; validity: number } | null, sentAt: number): void {
-    if (!result) {
-      this.events.lost(hold, 'taken');
-      return;
-    }
+  private renewed(hold: Hold, result: { token: string; validity: number }, sentAt: number): void {
     hold.renewedAt = sentAt;
     hold.renewalError = undefined;
     this.retryAt.delete(hold);

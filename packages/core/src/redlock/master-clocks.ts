@@ -40,8 +40,9 @@ const GIVEN_UP = new Error('the attempt stopped waiting for this master before i
  * waiting for (`nodeTimeout`) before its reading answered: the attempt was decided without it. A
  * master found off is read again by the next acquisition, so that one whose clock was put right
  * counts again at once; so is one whose reading took longer than the margin (it proves nothing),
- * before the acquisition is sent, once: a second reading as slow leaves it out of that attempt. A master that answers `TIME` with an error (an ACL, a
- * `rename-command`, a proxy) is not checked on that connection, and is warned about once.
+ * before the acquisition is sent, once: a second reading as slow leaves it out of that attempt.
+ * A master that answers `TIME` with an error (an ACL, a `rename-command`, a proxy) is not checked
+ * on that connection, and is warned about once.
  */
 export class MasterClocks {
   private readonly readings: (Reading | undefined)[] = [];

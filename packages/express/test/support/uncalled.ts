@@ -3,14 +3,15 @@ import { expect } from 'vitest';
 
 /**
  * Checks the answer to a request whose route was handed `lock` itself, uncalled: a 500 from the
- * one error the app's error handling saw (`failures`), an `InvalidOptionError` showing `call`,
- * the framework's right call, and neither keeping nor printing the request's `secret`.
+ * one error the app's error handling saw (`failures`), an `InvalidOptionError` showing the right
+ * call on the framework's `routes` (`app`, `router`), and neither keeping nor printing the
+ * request's `secret`.
  */
 export async function expectUncalledLockRefusal(
   answer: { status: number; body: unknown },
   failures: readonly unknown[],
   secret: string,
-  call: string,
+  routes: string,
 ): Promise<void> {
   expect([answer.status, answer.body]).toEqual([500, { code: 'ERR_LOCK_INVALID_OPTION' }]);
   expect(failures).toHaveLength(1);
@@ -19,6 +20,6 @@ export async function expectUncalledLockRefusal(
   });
   expect(failure).toMatchObject({ name: 'InvalidOptionError', option: 'options', value: undefined });
   expect(failure.message).toBe(
-    `lock() was called as a middleware, with a request for its options: lock(options) returns the middleware, so pass the route what it returns, not lock itself: ${call}`,
+    `lock() was called as a middleware, with a request for its options: lock(options) returns the middleware, so pass the route what it returns, not lock itself: ${routes}.post('/orders/:id', lock({ locker, key: 'order:{params.id}' }), handler)`,
   );
 }
