@@ -177,8 +177,9 @@ export interface LockBackend {
    * Settles once the check of the master behind `resource` that is due or under way (after a
    * reconnect, a slot move) has answered, so that a change it finds has been reported to
    * `onMasterChange`; undefined when none is. Never rejects. A renewal or extend refused right
-   * after a reconnect may have reached a new master ahead of that check: the engine waits for it
-   * before it calls the lock taken. Optional, with `onMasterChange`.
+   * after a reconnect, or sent on by a MOVED reply on a cluster, may have reached a new master
+   * ahead of that check: the engine waits for it before it calls the lock taken. Called for such
+   * a refusal only, so a check it finds due may be made for it. Optional, with `onMasterChange`.
    */
   masterKnown?(resource: string): Promise<void> | undefined;
   /** Ends the backend's own connections (never the caller's clients). */

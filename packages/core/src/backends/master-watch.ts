@@ -191,7 +191,7 @@ export class MasterWatch {
   private readonly restamp = () => {
     const cluster = isCluster(this.redis);
     for (const [counter, stamp] of this.stamps) {
-      if (cluster && (stamp.servedBy ?? stamp.node) === this.nodeOf(stamp.route)) continue;
+      if (cluster && !this.routedElsewhere(stamp)) continue;
       this.stamp(counter, stamp.route).pending?.catch(() => {});
     }
   };
@@ -211,6 +211,22 @@ export class MasterWatch {
   /** Resolves once the resource's counter is stamped in this generation; undefined when it already is. */
   ready(resource: string): Promise<void> | undefined {
     return this.current(this.counterFor(resource)).pending;
+  }
+
+  /**
+   * `ready`, for a renewal or extend Redis refused. On a cluster, a stamp answered by another
+   * master than the one the client now routes its slot to is made again: ioredis follows a MOVED
+   * reply at once, rewriting the slot's master before it sends the command on, while the slot
+   * refresh that MOVED starts (which moves the generation) lands later, so a renewal refused by a
+   * shard's new master would otherwise come before the stamp that reports the failover.
+   */
+  readyAfterRefusal(resource: string): Promise<void> | undefined {
+    const counter = this.counterFor(resource);
+    const stamp = this.stamps.get(counter);
+    if (stamp && stamp.pending === undefined && isCluster(this.redis) && this.routedElsewhere(stamp)) {
+      stamp.generation = -1;
+    }
+    return this.current(counter).pending;
   }
 
   /**
@@ -374,6 +390,11 @@ export class MasterWatch {
     const server = `${address === undefined ? '' : `${address} `}(run_id ${runId.slice(0, 8)})`;
     stamp.skew = foundOff(this.clockSkew, runId, server, verdict);
     if (stamp.skew) stamp.generation = -1;
+  }
+
+  /** On a cluster, whether the client now routes the stamp's slot to another master than the one it reached. */
+  private routedElsewhere(stamp: Stamp): boolean {
+    return (stamp.servedBy ?? stamp.node) !== this.nodeOf(stamp.route);
   }
 
   /** The master (`host:port`) a cluster client routes the key's slot to now; undefined elsewhere. */

@@ -286,7 +286,7 @@ export function singleBackend(
 
     inspect: (resource) => protocol.inspect(redis, resource),
 
-    masterKnown: (resource) => watch.ready(resource)?.catch(() => {}),
+    masterKnown: (resource) => watch.readyAfterRefusal(resource)?.catch(() => {}),
 
     ...(listener && {
       listen: (resource: string, waiter: string, onRelease: (notice: ReleaseNotice) => void) =>
