@@ -137,6 +137,7 @@ export function lock(options: ExpressLockOptions): RequestHandler {
  * throws or rejects with goes to `next(err)` on Express 4 and 5.
  */
 export function locked(options: ExpressLockOptions, route: RequestHandler): RequestHandler {
+  refuseRequestAsOptions(options, APP_ROUTES, 'locked');
   const handler = checkFunction(route, 'route');
   return gated(options, 'the locked() options', (req, res, next) => {
     const settled = new Promise((resolve) => resolve(handler(req, res, next)));

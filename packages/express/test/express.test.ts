@@ -132,23 +132,28 @@ for (const version of expressVersions) {
       expect(() => lock({ locker, key: 'k', requestPropertyName: 'orderLock' })).not.toThrow();
     });
 
-    it('answers lock handed to a route uncalled with an error showing the call, not the request, and never runs the route', async () => {
-      const secret = 'Bearer hunter2-not-to-be-logged';
-      const route = vi.fn<RequestHandler>((_req, res) => {
-        res.json({ ran: true });
+    for (const [factory, handed] of [
+      ['lock', lock],
+      ['locked', locked],
+    ] as const) {
+      it(`answers ${factory} handed to a route uncalled with an error showing the call, not the request, and never runs the route`, async () => {
+        const secret = 'Bearer hunter2-not-to-be-logged';
+        const route = vi.fn<RequestHandler>((_req, res) => {
+          res.json({ ran: true });
+        });
+        const failures: unknown[] = [];
+        const server = await serve((app) => {
+          app.post('/orders/:id', handed as unknown as RequestHandler, route);
+          app.use(((error, _req, _res, next) => {
+            failures.push(error);
+            next(error);
+          }) as express5.ErrorRequestHandler);
+        });
+        const answer = await request(server).post('/orders/1').set('Authorization', secret);
+        expect(route).not.toHaveBeenCalled();
+        await expectUncalledLockRefusal(answer, failures, secret, 'app', factory);
       });
-      const failures: unknown[] = [];
-      const server = await serve((app) => {
-        app.post('/orders/:id', lock as unknown as RequestHandler, route);
-        app.use(((error, _req, _res, next) => {
-          failures.push(error);
-          next(error);
-        }) as express5.ErrorRequestHandler);
-      });
-      const answer = await request(server).post('/orders/1').set('Authorization', secret);
-      expect(route).not.toHaveBeenCalled();
-      await expectUncalledLockRefusal(answer, failures, secret, 'app');
-    });
+    }
 
     it('refuses an unknown option of locked() as one of its own, without its value', () => {
       const make = () => locked({ locker, key: 'k', handlr: 'hunter2-not-to-be-logged' } as never, () => {});
