@@ -1,5 +1,6 @@
 import { createLocker, type LockLostError } from '@lock/core';
 import { startCluster, waitFor } from '@lock/testing';
+import type { Redis } from 'ioredis';
 import { expect, it } from 'vitest';
 import { keySlot } from '../../src/hash-tag.js';
 import { countScripts } from '../support/waiter-queue.js';
@@ -79,53 +80,56 @@ it('a master restarted empty at the same address, seen only through slot refresh
   await locker.close();
 });
 
+/** Whether the CLUSTER SLOTS of every node (a client each) gives `slot` the members (ports: master first) `test` accepts. */
+async function everyNodeLists(
+  nodes: readonly Redis[],
+  slot: number,
+  test: (ports: readonly number[]) => boolean,
+): Promise<boolean> {
+  for (const node of nodes) {
+    const ranges = (await node.call('CLUSTER', 'SLOTS')) as [number, number, ...[string, number][]][];
+    const range = ranges.find(([start, end]) => slot >= start && slot <= end);
+    if (!range || !test(range.slice(2).map((member) => (member as [string, number])[1]))) return false;
+  }
+  return true;
+}
+
 for (const via of ['extend', 'renewal'] as const) {
   it(`${via === 'extend' ? 'an extend()' : 'a renewal'} refused by the shard's new master, reached by a MOVED before the slot refresh, ends the hold as failover, not taken`, async () => {
     await using cluster = await startCluster({ masters: 3, replicasPerMaster: 1 });
     const slot = keySlot('shard');
     const shard = cluster.slotRanges.findIndex(({ start, end }) => slot >= start && slot <= end);
     const [master, replica] = [cluster.masters[shard]!, cluster.replicas[shard]!];
+    const nodes = cluster.nodes.map((node) => node.client());
     // Every node lists the replica in CLUSTER SLOTS once it has replicated something, as in any
     // running cluster: the client then keeps it among its nodes, and following the MOVED to it
     // is no node change (which would make a stamp due on its own).
     await master.client().set('{shard}:warm', '1');
-    await waitFor('every node to list the replica', async () => {
-      for (const node of cluster.nodes) {
-        const ranges = (await node.client().call('CLUSTER', 'SLOTS')) as [
-          number,
-          number,
-          ...[string, number][],
-        ][];
-        const range = ranges.find(([start, end]) => slot >= start && slot <= end);
-        if (!range?.slice(2).some((member) => (member as [string, number])[1] === replica.port)) return false;
-      }
-      return true;
-    });
+    await waitFor('every node to list the replica', () =>
+      everyNodeLists(nodes, slot, (ports) => ports.includes(replica.port)),
+    );
     // No periodic slot refresh, and the one a MOVED starts read as slowly as on a loaded host: it
     // lands after the command the client sent on, as it mostly does anyway.
     const client = cluster.client({ slotsRefreshInterval: 0 });
     const internals = client as unknown as { getInfoFromNode(...args: unknown[]): void };
-    if (typeof internals.getInfoFromNode !== 'function')
+    if (typeof internals.getInfoFromNode !== 'function') {
       throw new Error('ioredis no longer reads slots with getInfoFromNode');
+    }
     const readSlots = internals.getInfoFromNode.bind(client);
     internals.getInfoFromNode = (...args) => void setTimeout(() => readSlots(...args), 200);
     const locker = createLocker({ redis: client, ttl: via === 'extend' ? 60_000 : 1_500 });
     await (await locker.acquire('{shard}:warm-up')).release();
     // The hold never reaches the replica: paused writes hold back its master's stream, which the
     // takeover then drops.
-    await replica.client().call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    const promoted = replica.client();
+    await promoted.call('CLIENT', 'PAUSE', '10000', 'WRITE');
     const held = await locker.acquire('{shard}:a');
-    await replica.client().call('CLUSTER', 'FAILOVER', 'TAKEOVER');
-    await replica.client().call('CLIENT', 'UNPAUSE');
-    await waitFor('every node to name the replica the slot’s master', async () => {
-      for (const node of cluster.nodes) {
-        const ranges = (await node.client().call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-        if (ranges.find(([start, end]) => slot >= start && slot <= end)?.[2][1] !== replica.port)
-          return false;
-      }
-      return true;
-    });
-    expect(await replica.client().exists('lock:{shard}:a')).toBe(0);
+    await promoted.call('CLUSTER', 'FAILOVER', 'TAKEOVER');
+    await promoted.call('CLIENT', 'UNPAUSE');
+    await waitFor('every node to name the replica the slot’s master', () =>
+      everyNodeLists(nodes, slot, (ports) => ports[0] === replica.port),
+    );
+    expect(await promoted.exists('lock:{shard}:a')).toBe(0);
     if (via === 'extend') await expect(held.extend()).rejects.toMatchObject({ reason: 'failover' });
     else await waitFor('the hold to end', async () => held.signal.aborted, { timeout: 5_000, interval: 10 });
     expect((held.signal.reason as LockLostError).reason).toBe('failover');
