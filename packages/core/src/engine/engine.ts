@@ -843,6 +843,11 @@ class Engine implements Locker {
     // handed grant's time is read against them.
     let queuedSentAt = Number.NaN;
     let queuedServerTime = Number.NaN;
+    // The fence of the last grant this call undid. A fresh owner's grant is undone by its name,
+    // which also ends the lock a release handed it meanwhile (an attempt queued behind that
+    // release finds it held and answers it as it stands): that grant's message may still come,
+    // and fences only grow per key, so a handed grant at or below this fence is gone.
+    let undoneFence = Number.NEGATIVE_INFINITY;
     let channel: string | undefined;
     let attempts = 0;
     let handoff = false;
@@ -871,7 +876,7 @@ class Engine implements Locker {
           const validity = handedValidity(grant, queuedServerTime, handed.at - queuedSentAt);
           // A grant read too late to trust goes the usual way: the next attempt finds it, as it
           // stands, and counts as a hand-off (the notice stays for it).
-          if (this.clock() < queuedSentAt + validity) {
+          if (grant.fence > undoneFence && this.clock() < queuedSentAt + validity) {
             waiter.notified = false;
             call.acquired = true;
             const reply = { fence: grant.fence, holds: 1, token: grant.token, validity };
@@ -915,6 +920,7 @@ class Engine implements Locker {
             return this.grant(request, attempt, sentAt, started, attempts, handoff, call, context);
           }
           const answeredIn = this.clock() - sentAt;
+          undoneFence = Math.max(undoneFence, attempt.fence);
           // Within the call's deadline: a grant that took most of a round trip must not add the
           // undo's own command timeout to a call given one attempt.
           await this.withinCall(this.undo(request, attempt.token, context), request, started);
