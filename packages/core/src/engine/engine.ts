@@ -286,6 +286,13 @@ class Engine implements Locker {
     const { rejectOnLoss, ...acquireOptions } = options;
     const rejects = checkBoolean(rejectOnLoss, 'rejectOnLoss') ?? true;
     const lock = (await this.acquire(key, acquireOptions)) as LockHandle;
+    // Lost between the grant and now (close() ran in between, the process stalled past the
+    // lease): the routine would run without the lock.
+    const lostBefore = this.lostDuring(lock.hold);
+    if (lostBefore) {
+      await lock.release().catch(() => {});
+      throw lostBefore;
+    }
     let outcome: PromiseSettledResult<T>;
     try {
       outcome = { status: 'fulfilled', value: await runInSection(this, lock, () => fn(lock)) };
@@ -909,6 +916,8 @@ class Engine implements Locker {
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
           if (!isUnreachable(error)) throw error;
           unreachable = unavailableOn(this.backend, error, request.key, 'acquire') as LockUnavailableError;
+          // An abort or close() during a single try ends it as such, not as what Redis did meanwhile.
+          if (signal.aborted) throw signal.reason;
           if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
         }
@@ -942,14 +951,15 @@ class Engine implements Locker {
           }
         }
         const waited = this.clock() - started;
+        // An abort or close() during the attempt above ends the call as such, a single try too:
+        // no busy answer, no queue to join, no sleep to start.
+        if (signal.aborted) throw signal.reason;
         if (request.wait === 0) throw unreachable ?? new LockBusyError(request.key, remaining);
         if (waited >= request.wait || attempts >= request.retry.attempts) {
           if (unreachable) throw unreachable;
           const limit = waited >= request.wait ? 'wait' : 'attempts';
           throw new AcquireTimeoutError(request.key, Math.round(waited), attempts, remaining, { limit });
         }
-        // An abort or close() during the attempt above: no queue to join, no sleep to start.
-        if (signal.aborted) throw signal.reason;
         waiter ??= { owner: request.owner, notified: false, granted: undefined, wake: undefined };
         const { queues } = this;
         if (queues && unreachable === undefined && (channel === undefined || queues.failed(channel))) {

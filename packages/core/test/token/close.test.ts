@@ -38,4 +38,33 @@ describe('close()', () => {
     await Promise.all([first, frozen]);
     await rival.close();
   });
+  it('ends single tries whose attempt is in flight with LockerClosedError, busy or with Redis frozen', async () => {
+    await using server = await startRedis();
+    const locker = createLocker({ redis: server.client() });
+    const rival = createLocker({ redis: server.client() });
+    const held = await rival.acquire('busy', { ttl: 60_000 });
+    // Each try's attempt is written before close() is called, and answered (or not) after.
+    const busy = [locker.tryAcquire('busy'), locker.acquire('busy', { wait: 0 })].map((call) =>
+      call.catch((error: unknown) => error),
+    );
+    await locker.close();
+    for (const outcome of await Promise.all(busy)) expect(outcome).toBeInstanceOf(LockerClosedError);
+    await held.release();
+
+    const frozen = createLocker({ redis: server.client(), commandTimeout: 300 });
+    await (await frozen.acquire('warm-up')).release();
+    server.pause();
+    try {
+      const tries = [frozen.tryAcquire('free'), frozen.acquire('free', { wait: 0 })].map((call) =>
+        call.catch((error: unknown) => error),
+      );
+      const closing = frozen.close();
+      for (const outcome of await Promise.all(tries)) expect(outcome).toBeInstanceOf(LockerClosedError);
+      server.resume();
+      await closing;
+    } finally {
+      server.resume();
+    }
+    await rival.close();
+  });
 });
