@@ -1157,13 +1157,15 @@ describe('a schema transformed twice with another transform in between', () => {
       makeExecutableSchema({
         typeDefs: [
           lockedDirectiveTypeDefs,
-          'type Query { order: Int @locked(key: "order:1", ttl: 300, wait: 0) }',
+          'type Query { order: Int @locked(key: "order:1", ttl: 2000, wait: 0) }',
         ],
         resolvers: { Query: { order: () => 1 } },
       }),
     );
     // Slow work of another transform between the two locks: the outer lock's fixed lease runs
-    // out, and another owner takes the key.
+    // out, and another owner takes the key. The outer acquire must still come back within that
+    // lease (a grant answered past it is given back, UNAVAILABLE with wait: 0): 300 ms could be
+    // one stalled round trip on a loaded host.
     const slow = mapSchema(once, {
       [MapperKind.OBJECT_FIELD]: (config) => ({
         ...config,

@@ -136,8 +136,10 @@ describe('connections and timers a request made lazily', () => {
   it('renews, for a locker made inside a request, outside that request', async () => {
     let locker: Locker | undefined;
     const requestTrace = await tracer.startActiveSpan('request A', async (span) => {
-      // A locker made on first use, as a framework integration does in its first request.
-      locker = createLocker({ redis, ttl: 300 });
+      // A locker made on first use, as a framework integration does in its first request. Its
+      // lease is renewed within a second, and long enough that a loaded host's stall before the
+      // first renewal does not end it (no renewal is then sent: a 300 ms one could).
+      locker = createLocker({ redis, ttl: 3_000 });
       lockers.push(locker);
       await (await locker.acquire('job:1')).release();
       span.end();

@@ -36,7 +36,9 @@ describe('owner tokens', () => {
     const metrics = meters();
     const instrumentation = instrumentLocks({ meterProvider: metrics.meterProvider });
     const lockers: Locker[] = [
-      createLocker({ redis, ttl: 300 }),
+      // Renewed within the section below (at a third of the lease), yet long enough that a
+      // loaded host's stall does not end the lease first (at 300 ms, one of 200 ms could).
+      createLocker({ redis, ttl: 1_500 }),
       createLocker({ redis, protocol: 'legacy', prefix: 'legacy-' }),
     ];
     const owners = new Set<string>();
@@ -50,7 +52,8 @@ describe('owner tokens', () => {
           await inner.release();
           expect(await locker.tryAcquire('account:1', { owner: 'someone-else-entirely' })).toBeNull();
           owners.add('someone-else-entirely');
-          await new Promise((resolve) => setTimeout(resolve, 150));
+          // Past the first renewal of the 1.5 s lease.
+          await new Promise((resolve) => setTimeout(resolve, 600));
         });
       }
       span.end();

@@ -12,8 +12,12 @@ import {
 import { useRedis } from './helpers/server.js';
 
 const OWNER = '9b3f3c5e-0000-4000-8000-000000000001:7';
-/** A re-entry's lease: its latch list lives about this long, and the test waits it out. */
-const SHORT = 300;
+/**
+ * A re-entry's lease: its latch list lives about this long, and the test waits it out. The holds
+ * are taken, and renewed or unlocked, back to back within it: long enough for that on a loaded
+ * host (at 300 ms, a stall of the test or of Redis between two of them could end the lock first).
+ */
+const SHORT = 1_000;
 /** The watchdog's lease: the renewal makes the lock outlive the latch list by this much. */
 const LONG = 60_000;
 

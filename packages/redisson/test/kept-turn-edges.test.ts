@@ -28,13 +28,16 @@ describe('kept turn', () => {
 
   it('a re-entry unlocked down to the kept grant leaves the latches to end with it, not with its lease', async () => {
     const { redis } = context;
-    const fair = new FairLockProtocol({ turnGrace: 300 });
+    // Short, for the test to wait it out, yet long enough that the re-entry and its unlock after
+    // the undo land within the kept grant on a loaded host (a 300 ms one could lapse first).
+    const grace = 1_500;
+    const fair = new FairLockProtocol({ turnGrace: grace });
     const plain = new RLockProtocol();
     await keptTurnOf(fair, redis, 'stale');
     expect(await fair.undo(redis, 'stale', b, '30000', 'b1')).toBe('held');
     expect(await plain.acquire(redis, 'stale', b, 30_000, waiting('r1'))).toMatchObject({ holds: 2 });
     expect(await plain.release(redis, 'stale', b, '30000')).toBe('held');
-    expect(await redis.pttl(latchesOf('stale', b))).toBeLessThanOrEqual(300);
+    expect(await redis.pttl(latchesOf('stale', b))).toBeLessThanOrEqual(grace);
     await waitFor('the kept grant lapsed', async () => (await redis.exists('stale')) === 0);
     // Latches outliving it would name the lapsed turn: a later hold would be cut to that turn's end.
     expect(await plain.acquire(redis, 'stale', b, 30_000)).toMatchObject({ holds: 1 });

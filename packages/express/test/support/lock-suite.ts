@@ -225,7 +225,10 @@ export function describeLockMiddleware(adapter: HttpLockAdapter): void {
       let other: Lock | undefined;
       const server = await serve({
         path: '/orders/:id',
-        options: { locker, key: 'order:12', ttl: 300, wait: 0 },
+        // The lease is what runs out; the first gate's acquire must still come back within it
+        // (a grant answered past its lease is given back, a 503 with wait: 0): 300 ms could be
+        // one stalled round trip on a loaded host.
+        options: { locker, key: 'order:12', ttl: 2_000, wait: 0 },
         gates: 2,
         // The first gate's fixed lease runs out while something slow runs, and another owner
         // takes the key before the second gate.
