@@ -1140,8 +1140,9 @@ class Engine implements Locker {
       // Redis still counts the old one (it was lost by our clock while the re-entry was on the
       // wire): its release by the name must then take that count off, or the key outlives both.
       if (existing && reply.holds <= 1) existing.fresh = false;
-      // Redis no longer counts the hold we knew of under this owner: it ended without us noticing.
-      if (live) this.lose(existing, 'expired');
+      // Redis no longer counts the hold we knew of under this owner: it ended without us noticing,
+      // by its lease if that may have run out, else deleted (or taken and freed) under us.
+      if (live) this.lose(existing, this.clock() < existing.validUntil ? 'taken' : 'expired');
       hold = new Hold(
         request.key,
         request.resource,

@@ -23,3 +23,19 @@ it('keeps the drift margin of the lease in force when a re-entry asks for a shor
   expect(seen.margin).toBeGreaterThanOrEqual(DRIFT_OF_30_S);
   await locker.close();
 });
+
+it('a re-entry that finds the key deleted within the lease tells the outer hold it was taken, not that it expired', async () => {
+  await using server = await startRedis();
+  const redis = server.client();
+  const locker = createLocker({ redis, replication: false, eviction: 'ignore' });
+  const outcome = await locker
+    .using('d', { ttl: 10_000 }, async (outer) => {
+      await redis.del('{lock:d}');
+      const inner = await locker.acquire('d');
+      await inner.release();
+      return outer.signal.reason;
+    })
+    .catch((error: unknown) => error);
+  expect(outcome).toMatchObject({ name: 'LockLostError', reason: 'taken' });
+  await locker.close();
+});
