@@ -66,4 +66,15 @@ describe('losing a lock', () => {
       await locker.close();
     }
   });
+  it('a handle reads released once its lease has run out by its clock, before the loss timer has run', async () => {
+    await using server = await startRedis();
+    const locker = createLocker({ redis: server.client() });
+    const lock = await locker.acquire('blocked', { ttl: 50 });
+    // This process blocked past the lease: the timer that declares the loss has not run yet.
+    const until = performance.now() + 100;
+    while (performance.now() < until);
+    expect(lock.released).toBe(true);
+    expect(lock.signal.reason).toMatchObject({ reason: 'expired' });
+    await locker.close();
+  });
 });
