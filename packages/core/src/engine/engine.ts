@@ -361,7 +361,9 @@ class Engine implements Locker {
       const failed = [...(hold.failedReleases ?? [])];
       const fresh = Array.from({ length: hold.handles - failed.length }, () => this.releaseId());
       // One whose late answer came landed: sent again, it could free the key someone took since.
-      return [...failed.filter((id) => hold.lateRelease(id) === undefined), ...fresh];
+      const resent = failed.filter((id) => hold.lateRelease(id) === undefined);
+      hold.closedIds = new Set(resent);
+      return [...resent, ...fresh];
     });
     // Behind any renewal or extend in flight, so that the release sends the token it leaves.
     await Promise.allSettled([
@@ -542,8 +544,9 @@ class Engine implements Locker {
     attempt: AttemptContext | undefined,
   ): Promise<ReleaseReply> {
     const closed = hold.closedRelease;
-    if (hold.lost?.reason === 'closed' && !beforeClose && closed) {
-      // `close()` released it, and this waited its turn behind that release.
+    if (hold.lost?.reason === 'closed' && !beforeClose && closed && (first || hold.closedIds?.has(id))) {
+      // `close()` released it (a handle not released before, or a release that had failed), and
+      // this waited its turn behind that release.
       if (closed.status === 'rejected') throw closed.reason;
       return closed.value;
     }

@@ -37,6 +37,11 @@ export class Hold {
   private lateReleases: Map<string, ReleaseReply> | undefined;
   /** How `close()`'s release of the handles left ended: what a release called after it answers. */
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
+  /**
+   * The ids of the failed releases `close()` sent again. A retry of another (one on the wire when
+   * `close()` was called, failing after) is not among them: it is sent.
+   */
+  closedIds: ReadonlySet<string> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
   confirmed = false;
   /**

@@ -1,5 +1,6 @@
-import { createLocker, LockerClosedError } from '@lock/core';
-import { startRedis } from '@lock/testing';
+import { createLocker, LockerClosedError, LockUnavailableError } from '@lock/core';
+import { commandsInFlight, startProxy, startRedis, waitFor } from '@lock/testing';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 
 describe('close()', () => {
@@ -66,5 +67,36 @@ describe('close()', () => {
       server.resume();
     }
     await rival.close();
+  });
+  it('sends again a release that was on the wire when close() was called and failed after it', async () => {
+    await using server = await startRedis();
+    await using proxy = await startProxy({ target: server });
+    // Nothing resent by the client: the release on the wire when the link drops fails.
+    const redis = new Redis({
+      ...proxy.redisOptions,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy: () => 20,
+    });
+    redis.on('error', () => {});
+    const inFlight = commandsInFlight(redis);
+    const admin = server.client();
+    const locker = createLocker({ redis, commandTimeout: 5_000 });
+    const first = await locker.acquire('k', { owner: 'o', ttl: 60_000 });
+    const second = await locker.acquire('k', { owner: 'o', ttl: 60_000 });
+    proxy.blackhole();
+    const failing = first.release().catch((error: unknown) => error);
+    // close() releases the other handle only, behind the first handle's release.
+    const closing = locker.close();
+    await waitFor('the first release on the wire', async () => inFlight.pending() > 0);
+    proxy.drop();
+    expect(await failing).toBeInstanceOf(LockUnavailableError);
+    proxy.pass();
+    await closing;
+    expect(await admin.hget('{lock:k}', 'o')).toBe('1');
+    // Retried, it is sent: close() never sent it.
+    expect(await first.release()).toBe('released');
+    expect(await admin.exists('{lock:k}')).toBe(0);
+    expect(await second.release()).toBe('held');
+    redis.disconnect();
   });
 });
