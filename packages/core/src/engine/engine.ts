@@ -291,7 +291,8 @@ class Engine implements Locker {
     const lostBefore = this.lostDuring(lock.hold);
     if (lostBefore) {
       await lock.release().catch(() => {});
-      throw lostBefore;
+      // As for any call still acquiring when close() was called.
+      throw lostBefore.reason === 'closed' ? new LockerClosedError() : lostBefore;
     }
     let outcome: PromiseSettledResult<T>;
     try {
@@ -546,7 +547,9 @@ class Engine implements Locker {
     const closed = hold.closedRelease;
     if (hold.lost?.reason === 'closed' && !beforeClose && closed && (first || hold.closedIds?.has(id))) {
       // `close()` released it (a handle not released before, or a release that had failed), and
-      // this waited its turn behind that release.
+      // this waited its turn behind that release. A retry of it is answered the same: sent under
+      // an id of its own, it would take off a count `close()` may have taken off already.
+      if (first) hold.closedIds?.add(id);
       if (closed.status === 'rejected') throw closed.reason;
       return closed.value;
     }
@@ -919,9 +922,6 @@ class Engine implements Locker {
           // Redis unreachable or too slow: retried while the wait lasts, as a refusal would be.
           if (!isUnreachable(error)) throw error;
           unreachable = unavailableOn(this.backend, error, request.key, 'acquire') as LockUnavailableError;
-          // An abort or close() during a single try ends it as such, not as what Redis did meanwhile.
-          if (signal.aborted) throw signal.reason;
-          if (request.wait === 0) throw unreachable;
           attempt = { acquired: false, remaining: -1 };
         }
         let remaining: number;
@@ -1144,8 +1144,12 @@ class Engine implements Locker {
       // wire): its release by the name must then take that count off, or the key outlives both.
       if (existing && reply.holds <= 1) existing.fresh = false;
       // Redis no longer counts the hold we knew of under this owner: it ended without us noticing,
-      // by its lease if that may have run out, else deleted (or taken and freed) under us.
-      if (live) this.lose(existing, this.clock() < existing.validUntil ? 'taken' : 'expired');
+      // by its lease if that may have run out (as any reader of it would find), else deleted (or
+      // taken and freed) under us.
+      if (live) {
+        this.checkValidity(existing);
+        this.lose(existing, 'taken');
+      }
       hold = new Hold(
         request.key,
         request.resource,

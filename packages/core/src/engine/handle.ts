@@ -110,7 +110,9 @@ export class LockHandle implements Lock {
 
   /** Its fields, not the engine's and the hold's: chai's printer would call the engine's `inspect(key)` with a depth. */
   [inspect.custom](_depth: number, options: InspectOptions, print: typeof inspect): string {
-    const { key, owner, fence, holds, released } = this;
+    const { key, owner, fence, holds } = this;
+    // Not `released`: printing a handle must not declare its loss.
+    const released = this.releaseAsked || this.hold.lost !== undefined;
     return `LockHandle ${print({ key, owner, fence, holds, released }, options)}`;
   }
 

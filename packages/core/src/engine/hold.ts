@@ -38,10 +38,11 @@ export class Hold {
   /** How `close()`'s release of the handles left ended: what a release called after it answers. */
   closedRelease: PromiseSettledResult<ReleaseReply> | undefined;
   /**
-   * The ids of the failed releases `close()` sent again. A retry of another (one on the wire when
-   * `close()` was called, failing after) is not among them: it is sent.
+   * The ids of the releases `close()` answers for: the failed ones it sent again, and those first
+   * called after it (answered by its releases of the handles left). A retry of another (one on
+   * the wire when `close()` was called, failing after) is not among them: it is sent.
    */
-  closedIds: ReadonlySet<string> | undefined;
+  closedIds: Set<string> | undefined;
   /** Replicas confirmed the grant (WAIT): a failover keeps the lock, so a master change does not end it. */
   confirmed = false;
   /**

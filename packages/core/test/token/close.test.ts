@@ -99,4 +99,27 @@ describe('close()', () => {
     expect(await second.release()).toBe('held');
     redis.disconnect();
   });
+  it('answers a handle first released after close() with close()’s failed release, retried too, sending nothing of its own', async () => {
+    await using server = await startRedis();
+    const admin = server.client();
+    // Two lockers, one explicit owner: each count is one holder's.
+    const mine = createLocker({ redis: server.client(), commandTimeout: 300 });
+    const other = createLocker({ redis: server.client() });
+    const held = await mine.acquire('k', { owner: 'o', ttl: 60_000 });
+    const others = await other.acquire('k', { owner: 'o', ttl: 60_000 });
+    server.pause();
+    try {
+      // Its release of the handle left is not answered in time: it lands once Redis is back.
+      await mine.close();
+    } finally {
+      server.resume();
+    }
+    await waitFor('close()’s release to land', async () => (await admin.hget('{lock:k}', 'o')) === '1');
+    await expect(held.release()).rejects.toBeInstanceOf(LockUnavailableError);
+    await expect(held.release()).rejects.toBeInstanceOf(LockUnavailableError);
+    // The other locker's count is left: its holder still holds the lock.
+    expect(await admin.hget('{lock:k}', 'o')).toBe('1');
+    expect(await others.release()).toBe('released');
+    await other.close();
+  });
 });
