@@ -227,10 +227,14 @@ export function describeLockerContract(name: string, setup: () => Promise<Contra
 
     it('keeps a lock without a fixed lease alive through renewals', async () => {
       const k = key();
-      // Renewed every third of the lease: five renewals span more than two leases.
-      const shortLease = target.make({ ttl: short(600) });
+      // Renewed every third of the lease: five renewals outlast it. The lease is long enough that
+      // a loaded host's stalls (250 ms ones, of this process or of a server) do not end it between
+      // two renewals: at 600 ms, RedLock's did, and the renewals awaited never came. A loss ends
+      // the wait at once.
+      const shortLease = target.make({ ttl: short(1_200) });
       const lock = await shortLease.acquire(k);
-      await renewals(5, k);
+      const lost = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+      await Promise.race([renewals(5, k), lost]);
       expect(lock.signal.aborted).toBe(false);
       expect(lock.validUntil).toBeGreaterThan(performance.now());
       const seen = await target.other.inspect(k);

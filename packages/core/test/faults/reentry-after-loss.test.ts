@@ -8,16 +8,19 @@ it("takes off the outer hold's count when a re-entry is answered after our clock
   await using server = await startRedis();
   const admin = server.client();
   await using link = await proxiedClient(server);
-  const locker = createLocker({ redis: link.redis });
-  // Long enough that Redis keeps the key 102 ms past our validity: room for a loaded host.
+  // The command timeout outlasts the delayed answer below: the re-entry is answered, late, not given up on.
+  const locker = createLocker({ redis: link.redis, commandTimeout: 5_000 });
+  // Long enough that Redis keeps the key 102 ms past our validity.
   const ttl = 10_000;
   let innerHolds = 0;
   const outcome = await locker
     .using('q', { ttl }, async (outer) => {
       // The re-entry reaches Redis inside the lease Redis keeps (our validity ends ttl × 1 % + 2 ms
-      // earlier), and its answer comes only after our validity has ended.
-      await sleep(outer.validUntil - performance.now() - 40);
-      link.proxy.delay({ upstream: 0, downstream: 200 });
+      // earlier), and its answer comes only after our validity has ended. Sent 400 ms before our
+      // validity ends, it reaches Redis in time even when a loaded host fires this timer up to
+      // 500 ms late (40 ms before, a 250 ms stall of this process let the key expire first: 1 hold).
+      await sleep(outer.validUntil - performance.now() - 400);
+      link.proxy.delay({ upstream: 0, downstream: 1_000 });
       const inner = await locker.acquire('q', { ttl });
       link.proxy.pass();
       innerHolds = inner.holds;

@@ -40,7 +40,9 @@ describe('the watchdog', () => {
 
   it('never resurrects a lock deleted behind its back, and reports it lost', async () => {
     const redis = server.client();
-    const locker = createLocker({ redis, ttl: 300 });
+    // The first renewal (a third of the lease on) finds the key gone: 'taken'. A lease long enough
+    // that a loaded host's stall does not end it first ('expired', which is not the case here).
+    const locker = createLocker({ redis, ttl: 3_000 });
     const lock = await locker.acquire('deleted');
     await redis.del('{lock:deleted}');
     await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
@@ -51,8 +53,12 @@ describe('the watchdog', () => {
 
   it('renews a fixed-lease hold only while a re-entry that asked for renewal holds it', async () => {
     const redis = server.client();
-    const locker = createLocker({ redis, ttl: 300 });
-    const outcome = await locker.using('fixed', { ttl: 300, rejectOnLoss: false }, async (outer) => {
+    // Leases a loaded host's stalls do not end while the re-entry renews them (a loss there would
+    // leave the renewals below waited for forever); the fixed one ends within a lease of the
+    // re-entry's release, later than the two renewals a watchdog still renewing it would send.
+    const ttl = 1_500;
+    const locker = createLocker({ redis, ttl });
+    const outcome = await locker.using('fixed', { ttl, rejectOnLoss: false }, async (outer) => {
       // Nested without a ttl: renewed, at the locker's ttl (a third of it apart).
       const inner = await locker.acquire('fixed');
       expect(inner.holds).toBe(2);
