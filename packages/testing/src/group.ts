@@ -2,17 +2,18 @@ import { type RedisServer, type RedisServerOptions, startRedis } from './server.
 
 /**
  * Starts `count` servers in parallel, each with `options` (or with what it answers for the
- * server's index); if one fails, stops the others before rethrowing.
+ * server's index); if one fails, stops the others before rethrowing. Every server's options are
+ * asked for before any server starts: a callback that throws (a user's `node(index)`) then
+ * rejects the call with nothing left running.
  */
 export async function startServers(
   count: number,
   options: RedisServerOptions | ((index: number) => RedisServerOptions) = {},
 ): Promise<RedisServer[]> {
-  const results = await Promise.allSettled(
-    Array.from({ length: count }, (_, index) =>
-      startRedis(typeof options === 'function' ? options(index) : options),
-    ),
+  const each = Array.from({ length: count }, (_, index) =>
+    typeof options === 'function' ? options(index) : options,
   );
+  const results = await Promise.allSettled(each.map((own) => startRedis(own)));
   const servers = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const failure = results.find((result) => result.status === 'rejected');
   if (failure) await stopAfter(failure.reason, servers);

@@ -1,7 +1,8 @@
-import { lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { privateDir } from './private-dir.js';
 import { guardReservation, releaseReservation } from './watcher.js';
 
 /**
@@ -78,29 +79,11 @@ export function releasePort(port: number): void {
 }
 
 /**
- * Creates the reservation directory, or checks that the one found is a directory of this user:
- * anyone may create the name first, and files in it would then be refused or not ours alone.
- * On every claim, so that a directory a tmp cleaner removed mid-run comes back.
+ * Creates the reservation directory, or checks that the one found is a directory of this user
+ * (see `privateDir`). On every claim, so that a directory a tmp cleaner removed mid-run comes back.
  */
 function prepare(): void {
-  try {
-    mkdirSync(reservations, { recursive: true, mode: 0o700 });
-  } catch (error) {
-    // Something else has the name: the check below says what.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const found = lstatSync(reservations);
-  const uid = process.getuid?.();
-  const problem = !found.isDirectory()
-    ? 'it is not a directory'
-    : uid !== undefined && found.uid !== uid
-      ? `it belongs to uid ${found.uid}`
-      : undefined;
-  if (problem) {
-    throw new Error(
-      `port reservations need a directory owned by this user at ${reservations}, but ${problem}: remove it`,
-    );
-  }
+  privateDir(reservations, 'port reservations need');
 }
 
 function claim(port: number): boolean {

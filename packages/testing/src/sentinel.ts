@@ -92,13 +92,17 @@ export async function startSentinel(options: StartSentinelOptions = {}): Promise
   checkInteger('failoverTimeout', failoverTimeout, 1);
   checkInteger('timeout', timeout, 1);
   if (!/^[\w.-]+$/.test(masterName)) throw new RangeError(`masterName must be a word, got '${masterName}'`);
+  // Every data server's options before any starts: a `node` callback that throws starts nothing.
+  const [masterOptions, ...replicaOptions] = Array.from({ length: replicas + 1 }, (_, index) =>
+    nodeOptions(options.server, options.node?.(index)),
+  );
   const started: RedisServer[] = [];
   try {
-    const master = await startRedis(nodeOptions(options.server, options.node?.(0)));
+    const master = await startRedis(masterOptions);
     started.push(master);
     started.push(
       ...(await startServers(replicas, (index) => {
-        const own = nodeOptions(options.server, options.node?.(index + 1));
+        const own = replicaOptions[index]!;
         return { ...own, config: { ...own.config, replicaof: `${master.host} ${master.port}` } };
       })),
     );

@@ -82,10 +82,19 @@ export class RedisServer {
     if (options.startTimeout !== undefined) checkInteger('startTimeout', options.startTimeout, 1);
     const binary = redisServerBinary();
     for (let attempt = 0; ; attempt++) {
-      // The real path, because the guard compares it with /proc/<pid>/cwd.
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'lock-testing-')));
+      // The port first: a reservation that fails must leave no directory behind.
+      const port = await reservePort();
+      let dir: string;
+      try {
+        // In the real path of the temporary directory, because the guard compares the server's
+        // directory with /proc/<pid>/cwd.
+        dir = mkdtempSync(join(realpathSync(tmpdir()), 'lock-testing-'));
+      } catch (error) {
+        releasePort(port);
+        throw error;
+      }
       // `this`, not its name: the bundler renames a class whose body names it (`_RedisServer`).
-      const server = new this(await reservePort(), dir, options);
+      const server = new this(port, dir, options);
       try {
         await server.spawn(binary);
         return server;

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, lstatSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
+import { privateDir } from './private-dir.js';
 import { skewClockSource } from './skew-clock-source.js';
 
 /** Thrown when the shim cannot be built: no C compiler, or it failed; the message says which. */
@@ -36,37 +37,69 @@ export function skewClockUnavailable(): string | undefined {
   return undefined;
 }
 
-let built: string | undefined;
+let version: string | undefined;
 
 /**
- * Compiles the shim once per source version into the temporary directory and returns the
- * shared library's path. Throws `SkewClockUnavailableError` without a compiler.
+ * Where this user's builds of the shim live: `<tmpdir>/lock-testing-<uid>`, made or checked (a
+ * directory of this user, mode 0700) on every call, as the port reservations' directory is. A
+ * shared name would let anyone put a library there for redis-server to load.
+ */
+function shimDir(): string {
+  return privateDir(
+    join(tmpdir(), `lock-testing-${process.getuid?.() ?? userInfo().username}`),
+    'the clock-skew shim needs',
+  );
+}
+
+const elfMagic = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
+
+/**
+ * Whether `library` is a build to load: a regular file of this user that nobody else may write,
+ * and a shared object (`\x7fELF`) at least. Anything else found there is built over.
+ */
+function usable(library: string): boolean {
+  try {
+    const found = lstatSync(library);
+    const uid = process.getuid?.();
+    if (!found.isFile() || (uid !== undefined && found.uid !== uid) || found.mode & 0o022) return false;
+    return readFileSync(library).subarray(0, 4).equals(elfMagic);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Compiles the shim once per source version into this user's private directory
+ * (`<tmpdir>/lock-testing-<uid>/skewclock-<version>.so`) and returns the shared library's path.
+ * Throws `SkewClockUnavailableError` without a compiler, and an `Error` naming the directory when
+ * that name is taken by something not this user's.
  */
 export function buildSkewClock(): string {
-  if (built && existsSync(built)) return built;
+  version ??= createHash('sha256').update(skewClockSource).digest('hex').slice(0, 12);
+  const dir = shimDir();
+  const library = join(dir, `skewclock-${version}.so`);
+  if (usable(library)) return library;
   const reason = skewClockUnavailable();
   if (reason) throw new SkewClockUnavailableError(reason);
-  const version = createHash('sha256').update(skewClockSource).digest('hex').slice(0, 12);
-  const library = join(tmpdir(), `lock-testing-skewclock-${version}.so`);
-  if (!existsSync(library)) {
-    const work = mkdtempSync(join(tmpdir(), 'lock-testing-skewclock-'));
+  // Built under a name of its own, then renamed into place (atomic, in the same directory): a
+  // process building or loading it at the same time never sees half a file.
+  const work = mkdtempSync(join(dir, 'build-'));
+  try {
+    const source = join(work, 'skewclock.c');
+    writeFileSync(source, skewClockSource);
+    const output = join(work, 'skewclock.so');
     try {
-      const source = join(work, 'skewclock.c');
-      writeFileSync(source, skewClockSource);
-      const output = join(work, 'skewclock.so');
-      try {
-        execFileSync(compiler()!, ['-O2', '-shared', '-fPIC', '-o', output, source], { stdio: 'pipe' });
-      } catch (error) {
-        const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? String(error);
-        throw new SkewClockUnavailableError(`building the clock-skew shim failed: ${stderr}`);
-      }
-      // Another test process may build it at the same time: the rename is atomic.
-      renameSync(output, library);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
+      execFileSync(compiler()!, ['-O2', '-shared', '-fPIC', '-o', output, source], { stdio: 'pipe' });
+    } catch (error) {
+      const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? String(error);
+      throw new SkewClockUnavailableError(`building the clock-skew shim failed: ${stderr}`);
     }
+    // Whatever the umask: a group-writable build would not pass `usable` next time.
+    chmodSync(output, 0o700);
+    renameSync(output, library);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
-  built = library;
   return library;
 }
 

@@ -1,8 +1,22 @@
 import { describe, expect, it, vi } from 'vitest';
 import { startServers, stopAfter, stopServers } from '../src/group.js';
-import { startSentinel } from '../src/index.js';
+import { startCluster, startSentinel } from '../src/index.js';
 import type { RedisServer } from '../src/server.js';
 import { alive, pidsOf } from './proc.js';
+
+/** Every `startRedis` call of this file's setups, as it ran: to wait for each to settle. */
+const starts = vi.hoisted(() => [] as Promise<RedisServer>[]);
+vi.mock('../src/server.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../src/server.js')>();
+  return {
+    ...actual,
+    startRedis: (...args: Parameters<typeof actual.startRedis>) => {
+      const started = actual.startRedis(...args);
+      starts.push(started);
+      return started;
+    },
+  };
+});
 
 /** Makes the next `stop()` of `server` reject at once, before stopping anything. */
 function failNextStop(server: RedisServer, message: string): void {
@@ -73,4 +87,33 @@ describe('stopServers', () => {
       await stopServers(servers);
     }
   });
+});
+
+describe('a node callback that throws', () => {
+  const setups = {
+    cluster: (node: (index: number) => object) => startCluster({ masters: 3, replicasPerMaster: 0, node }),
+    sentinel: (node: (index: number) => object) => startSentinel({ replicas: 2, sentinels: 1, node }),
+  };
+
+  it.each(Object.keys(setups) as (keyof typeof setups)[])(
+    'rejects a %s setup with its error and leaves no server it started running',
+    async (kind) => {
+      starts.length = 0;
+      const thrown = new Error('node options failed on purpose');
+      const failure = setups[kind]((index) => {
+        if (index === 2) throw thrown;
+        return {};
+      });
+      await expect(failure).rejects.toBe(thrown);
+      // Each start the setup began, settled: none may have been left behind running.
+      const servers = (await Promise.allSettled(starts)).flatMap((result) =>
+        result.status === 'fulfilled' ? [result.value] : [],
+      );
+      try {
+        expect(servers.filter((server) => server.running).map((server) => server.port)).toEqual([]);
+      } finally {
+        await stopServers(servers);
+      }
+    },
+  );
 });

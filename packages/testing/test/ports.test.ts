@@ -1,5 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,6 +142,17 @@ describe('port reservations', () => {
     expect(stderr).toContain(
       `port reservations need a directory owned by this user at ${squatted}, but it is not a directory: remove it`,
     );
+  });
+
+  it('a start whose port reservation fails leaves no directory behind', async ({ onTestFinished }) => {
+    const dir = tempDir(onTestFinished);
+    const squatted = `lock-testing-ports-${process.getuid!()}`;
+    writeFileSync(join(dir, squatted), '');
+    const { code, stderr } = await startServerIn(dir);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('port reservations need a directory owned by this user');
+    // tsx, which runs the fixture, keeps its cache there too.
+    expect(readdirSync(dir).filter((name) => name.startsWith('lock-testing-'))).toEqual([squatted]);
   });
 
   it('restart() rejects with PortTakenError naming the port when another process took it', async ({
