@@ -6,12 +6,12 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startRedis } from '@lock/testing';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../shared/redis.js';
 
 const rounds = 5;
 const server = process.env.REDIS_URL ? undefined : await startRedis();
 const url = process.env.REDIS_URL ?? server!.url;
-const redis = new Redis(url);
+const redis = await connectRedis(url);
 const stockKey = `demo:stock:${process.pid}`;
 
 console.log(server ? `started redis-server at ${url}` : `using REDIS_URL=${url}`);
@@ -30,8 +30,13 @@ const workers = children.map(
       );
     }),
 );
-// Both start at the same moment, once each has loaded, so they really contend.
-await Promise.all(children.map((child) => new Promise((resolve) => child.once('message', resolve))));
+// Both start at the same moment, once each has loaded, so they really contend. A worker that
+// exits first (it could not reach Redis) ends the wait.
+await Promise.all(
+  children.map((child, i) =>
+    Promise.race([new Promise((resolve) => child.once('message', resolve)), workers[i]]),
+  ),
+);
 const startAt = Date.now();
 for (const child of children) child.send(startAt);
 

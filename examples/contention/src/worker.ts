@@ -1,9 +1,13 @@
 /** One contender of the demo: sells one item per hold, writing through the fenced resource. */
 import { createLocker, fencedGet, fencedSet } from '@lock/core';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../shared/redis.js';
 
 const [name, url, stockKey, roundsArg] = process.argv.slice(2) as [string, string, string, string];
-const redis = new Redis(url);
+// The demo's process is gone (killed, or interrupted alone): stop, rather than live on as an
+// orphan that retries a Redis the demo may have taken down with it and writes to the terminal.
+const orphaned = () => process.exit(1);
+process.once('disconnect', orphaned);
+const redis = await connectRedis(url);
 const locker = createLocker({ redis });
 const startAt = await new Promise<number>((resolve) => {
   process.once('message', (at) => resolve(Number(at)));
@@ -26,4 +30,5 @@ for (let round = 0; round < Number(roundsArg); round++) {
 
 await locker.close();
 redis.disconnect();
+process.off('disconnect', orphaned);
 process.disconnect?.();

@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedis } from '@lock/testing';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../shared/redis.js';
 import { monotonicMs, sellFromNode } from './node-worker.js';
 import { startPhpWorker } from './php-worker.js';
 
@@ -20,7 +20,7 @@ const expire = 1;
 const patience = 3 * (expire + 1);
 const server = process.env.REDIS_URL ? undefined : await startRedis();
 const url = process.env.REDIS_URL ?? server!.url;
-const redis = new Redis(url);
+const redis = await connectRedis(url);
 // Goods of this run only, so runs sharing a REDIS_URL server never meet.
 const goods = process.pid;
 const key = `lock_goods:${goods}`;

@@ -14,13 +14,13 @@ import { createLocker } from '@lock/core';
 import { locked } from '@lock/express';
 import { startRedis } from '@lock/testing';
 import express, { type RequestHandler } from 'express';
-import { Redis } from 'ioredis';
+import { connectRedis } from '../../shared/redis.js';
 
 const customers = 20;
 const units = 5;
 const server = process.env.REDIS_URL ? undefined : await startRedis();
 const url = process.env.REDIS_URL ?? server!.url;
-const redis = new Redis(url);
+const redis = await connectRedis(url);
 const locker = createLocker({ redis });
 const stockKey = (id: string) => `demo:stock:${process.pid}:${id}`;
 console.log(server ? `started redis-server at ${url}` : `using REDIS_URL=${url}`);

@@ -13,14 +13,14 @@ import Router from '@koa/router';
 import { createLocker } from '@lock/core';
 import { lock } from '@lock/koa';
 import { startRedis } from '@lock/testing';
-import { Redis } from 'ioredis';
 import Koa, { type Middleware } from 'koa';
+import { connectRedis } from '../../shared/redis.js';
 
 const orders = 20;
 const units = 5;
 const server = process.env.REDIS_URL ? undefined : await startRedis();
 const url = process.env.REDIS_URL ?? server!.url;
-const redis = new Redis(url);
+const redis = await connectRedis(url);
 const locker = createLocker({ redis });
 const inventoryKey = (sku: string) => `demo:inventory:${process.pid}:${sku}`;
 console.log(server ? `started redis-server at ${url}` : `using REDIS_URL=${url}`);
