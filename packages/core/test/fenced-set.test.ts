@@ -28,7 +28,9 @@ it('refuses a key or value ioredis would send as something else, before anything
     ['k', `${secret}\uD800`, /^invalid value: holds a lone UTF-16 surrogate/],
   ];
   for (const [key, value, message] of refusals) {
-    const error = await fencedSet(redis, key as string, 1, value as string).catch((caught: unknown) => caught);
+    const error = await fencedSet(redis, key as string, 1, value as string).catch(
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(InvalidOptionError);
     expect((error as Error).message).toMatch(message);
     // A value is data: its content is neither shown nor kept.
