@@ -93,12 +93,6 @@ export interface AttemptContext {
    */
   readonly attempt?: string;
   /**
-   * To pass to `LuaScript.run` for the attempt's script: it sends a command the backend needs
-   * right behind the script on the same connection (WAIT for replicas). A protocol that does not
-   * pass it gets the command sent after the script's answer instead. Default: none.
-   */
-  readonly followUp?: () => void;
-  /**
    * Set on the context of an undo (`Backend.undo`): the acquire call had already ended (given up,
    * or with the lock from another attempt) when the grant was given back, so no later attempt of
    * it will come for what a format keeps for the caller's next attempt (the Redisson fair lock

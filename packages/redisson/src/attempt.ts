@@ -42,9 +42,7 @@ export class AcquireScript {
           [...args, attempt],
         ]
       : [keys, args];
-    // The engine's WAIT goes out right behind the script on the same connection: sent on its
-    // answer instead, a reconnect in between would have it confirm a write no replica has.
-    const reply = await this.script.run(redis, sentKeys, sentArgs, context?.followUp, context?.wanted);
+    const reply = await this.script.run(redis, sentKeys, sentArgs, context?.wanted);
     // Given up on before it could be sent again: it ran nowhere, a refusal with no TTL known.
     if (reply === UNSENT) return { acquired: false, remaining: -1 };
     return acquireReply(reply, lease);

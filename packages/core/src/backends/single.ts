@@ -142,15 +142,11 @@ export function singleBackend(
       // The call's abandon went out while the server was being checked: sent now, the attempt
       // would run after it and queue the owner again, to be handed the lock when nobody waits.
       if (context?.wanted?.() === false) return CANCELLED;
-      // WAIT is sent right behind the script on the same connection, as in a pipeline: awaited
-      // after the answer, a reconnect in between would make it a no-op on a fresh connection.
-      let confirmation: Promise<number> | undefined;
-      const followUp = plan
-        ? () => {
-            confirmation = sendWait(redis, plan);
-            confirmation.catch(() => {});
-          }
-        : undefined;
+      // WAIT goes out on the grant's answer, only for a grant: one behind every attempt would hold
+      // the connection (renewals, releases) for its timeout whenever a replica lags, refused
+      // attempts included. A reconnect before the answer puts the WAIT on a connection that never
+      // wrote the grant, which it could not confirm: such a grant counts as unconfirmed.
+      const closes = connection.closes;
       const reply = await protocol
         // A grant another client's release writes could not be confirmed by this WAIT.
         .acquire(
@@ -158,8 +154,8 @@ export function singleBackend(
           resource,
           owner,
           ttl,
-          followUp
-            ? { wait: 0, ...context, grantLease: undefined, followUp }
+          plan
+            ? { wait: 0, ...context, grantLease: undefined }
             : directGrants || !context
               ? context
               : { ...context, grantLease: undefined },
@@ -192,7 +188,7 @@ export function singleBackend(
         const undo = () => protocol.release(redis, resource, owner, reply.token).catch(() => {});
         let confirmed: number;
         try {
-          confirmed = await (confirmation ?? sendWait(redis, plan));
+          confirmed = connection.closes === closes ? await sendWait(redis, plan) : 0;
         } catch (error) {
           await undo();
           throw error;
@@ -215,7 +211,9 @@ export function singleBackend(
         holds: reply.holds,
         token: reply.token,
         validity: lease - clockDrift(lease),
-        confirmed: plan !== null && !unconfirmed,
+        // A re-entry is not confirmed by itself: the hold it counts into was, or was not, when
+        // granted (a hold of this owner in another locker or process may never have been).
+        confirmed: plan !== null && reply.holds === 1 && !unconfirmed,
       };
     },
 

@@ -136,7 +136,6 @@ export function legacyProtocol(options: LegacyProtocolOptions = {}): LockProtoco
         redis,
         [keys.lock, fenceCounter(resource, keys.lock, isCluster(redis)), keys.owner, keys.oldCounter],
         [scale, lease, padding, skewMargin, owner, context?.fresh ? '1' : '0', context?.attempt ?? ''],
-        context?.followUp,
       );
       const [state, fenceOrRemaining, value, holds, pttl] = checked(reply, resource, unit) as [
         number,

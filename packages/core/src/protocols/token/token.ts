@@ -140,7 +140,6 @@ export function tokenProtocol(): LockProtocol {
         redis,
         scriptKeysOf(keysOf(resource), isCluster(redis)),
         args,
-        context?.followUp,
         context?.wanted,
       );
       // Given up on before it could be sent again: it ran nowhere.
