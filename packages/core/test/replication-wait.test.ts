@@ -29,50 +29,43 @@ async function waitsDuring(fn: () => Promise<void>): Promise<number> {
   return callsBetween(before, await commandCalls(admin), ['wait']);
 }
 
+/** An acquisition (`wait: 0`) gated on the one replica, frozen meanwhile: how it ended and the WAITs the master ran. */
+async function acquireWhileFrozen(protocol: 'token' | 'legacy', key: string) {
+  const locker = createLocker({
+    redis: master.client(),
+    protocol,
+    replication: { replicas: 1, timeout: 200 },
+  });
+  replica.pause();
+  try {
+    let error: unknown;
+    const waits = await waitsDuring(async () => {
+      error = await locker.acquire(key, { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
+    });
+    return { error, waits, held: (await locker.inspect(key)).held };
+  } finally {
+    replica.resume();
+    await locker.close();
+  }
+}
+
 describe.each(['token', 'legacy'] as const)('%s', (protocol) => {
   it('sends one WAIT, behind the grant, when the (frozen) replica confirms nothing, even on a server without its scripts', async () => {
     await admin.script('FLUSH');
-    const locker = createLocker({
-      redis: master.client(),
-      protocol,
-      replication: { replicas: 1, timeout: 200 },
-    });
-    replica.pause();
-    try {
-      let error: unknown;
-      const waits = await waitsDuring(async () => {
-        error = await locker.acquire(`cold-${protocol}`, { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
-      });
-      expect(error).toBeInstanceOf(ReplicationError);
-      expect(waits).toBe(1);
-      expect((await locker.inspect(`cold-${protocol}`)).held).toBe(false);
-    } finally {
-      replica.resume();
-      await locker.close();
-    }
+    const { error, waits, held } = await acquireWhileFrozen(protocol, `cold-${protocol}`);
+    expect(error).toBeInstanceOf(ReplicationError);
+    expect(waits).toBe(1);
+    expect(held).toBe(false);
   });
 
   it('sends no WAIT behind a refused attempt: a lagging replica does not hold the connection for it', async () => {
     const holder = createLocker({ redis: master.client(), protocol, replication: false });
     const busy = await holder.acquire(`busy-${protocol}`, { ttl: 30_000 });
-    const locker = createLocker({
-      redis: master.client(),
-      protocol,
-      replication: { replicas: 1, timeout: 200 },
-    });
-    replica.pause();
-    try {
-      let error: unknown;
-      const waits = await waitsDuring(async () => {
-        error = await locker.acquire(`busy-${protocol}`, { ttl: 10_000, wait: 0 }).catch((e: unknown) => e);
-      });
-      expect(error).toMatchObject({ name: 'LockBusyError' });
-      expect(waits).toBe(0);
-    } finally {
-      replica.resume();
-      await Promise.all([locker.close(), busy.release()]);
-      await holder.close();
-    }
+    const { error, waits } = await acquireWhileFrozen(protocol, `busy-${protocol}`);
+    expect(error).toMatchObject({ name: 'LockBusyError' });
+    expect(waits).toBe(0);
+    await busy.release();
+    await holder.close();
   });
 });
 
