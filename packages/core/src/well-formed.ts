@@ -8,3 +8,6 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
 export function isWellFormedValue(value: string): boolean {
   return !LONE_SURROGATE.test(value);
 }
+
+/** Why a string that is not well-formed is refused, for the errors that say so. */
+export const LONE_SURROGATE_REFUSAL = 'holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD';

@@ -77,10 +77,14 @@ export class LockHandle implements Lock {
   }
 
   get released(): boolean {
-    if (this.releaseAsked) return true;
     // A lease run out by our clock counts before the timer that declares it has run.
-    this.engine.checkValidity(this.hold);
-    return this.hold.lost !== undefined;
+    if (!this.releaseAsked) this.engine.checkValidity(this.hold);
+    return this.over;
+  }
+
+  /** Released or lost, as known now (nothing checked). */
+  private get over(): boolean {
+    return this.releaseAsked || this.hold.lost !== undefined;
   }
 
   assertHeld(): void {
@@ -110,9 +114,8 @@ export class LockHandle implements Lock {
 
   /** Its fields, not the engine's and the hold's: chai's printer would call the engine's `inspect(key)` with a depth. */
   [inspect.custom](_depth: number, options: InspectOptions, print: typeof inspect): string {
-    const { key, owner, fence, holds } = this;
-    // Not `released`: printing a handle must not declare its loss.
-    const released = this.releaseAsked || this.hold.lost !== undefined;
+    // `over`, not `released`: printing a handle must not declare its loss.
+    const { key, owner, fence, holds, over: released } = this;
     return `LockHandle ${print({ key, owner, fence, holds, released }, options)}`;
   }
 

@@ -1,6 +1,6 @@
 import { InvalidKeyError, InvalidOptionError } from '../errors.js';
 import type { AcquireOptions, RetryOptions, UsingOptions } from '../types.js';
-import { isWellFormedValue } from '../well-formed.js';
+import { isWellFormedValue, LONE_SURROGATE_REFUSAL } from '../well-formed.js';
 
 /** Largest ttl Redis timers and Node timers both accept. */
 export const MAX_TTL = 2 ** 31 - 1;
@@ -168,10 +168,7 @@ export function checkKey(key: unknown): string {
   if (Buffer.byteLength(key) > MAX_KEY_BYTES)
     throw new InvalidKeyError(key, `longer than ${MAX_KEY_BYTES} bytes`);
   if (!isWellFormedValue(key)) {
-    throw new InvalidKeyError(
-      key,
-      'holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD: the key of another name',
-    );
+    throw new InvalidKeyError(key, `${LONE_SURROGATE_REFUSAL}: the key of another name`);
   }
   return key;
 }

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../errors.js';
 import type { RedisClient } from '../protocol.js';
 import { LuaScript } from '../script.js';
-import { isWellFormedValue } from '../well-formed.js';
+import { isWellFormedValue, LONE_SURROGATE_REFUSAL } from '../well-formed.js';
 import fencedSetLua from './fenced-set.lua';
 
 const fencedSetScript = new LuaScript(fencedSetLua);
@@ -11,13 +11,11 @@ const fencedSetScript = new LuaScript(fencedSetLua);
  * non-string (`undefined` as `''`, an array as several arguments, an object as `[object Object]`),
  * or a lone UTF-16 surrogate (sent as U+FFFD: two keys would be one resource, a value would change).
  */
-const LONE_SURROGATE = 'holds a lone UTF-16 surrogate, which Redis would receive as U+FFFD';
-
 function checkKey(key: unknown): void {
   if (typeof key !== 'string' || key.length === 0)
     throw new InvalidOptionError('key', key, 'a non-empty string');
   if (!isWellFormedValue(key))
-    throw new InvalidOptionError('key', key, 'a string', `invalid key: ${LONE_SURROGATE}`);
+    throw new InvalidOptionError('key', key, 'a string', `invalid key: ${LONE_SURROGATE_REFUSAL}`);
 }
 
 /** The value is data: the error names its type, never its content. */
@@ -32,7 +30,7 @@ function checkValue(value: unknown): void {
     );
   }
   if (!isWellFormedValue(value))
-    throw new InvalidOptionError('value', undefined, 'a string', `invalid value: ${LONE_SURROGATE}`);
+    throw new InvalidOptionError('value', undefined, 'a string', `invalid value: ${LONE_SURROGATE_REFUSAL}`);
 }
 
 /**
